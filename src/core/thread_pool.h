@@ -1,0 +1,57 @@
+// A persistent pool of worker threads for splitting row ranges. run() hands every thread (the caller
+// included) one contiguous slice of [0, n) and blocks until all are done; it allocates nothing.
+// Thread safety: one run() at a time per pool (a Session owns its pool or serialises on it).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pocket {
+
+class ThreadPool {
+ public:
+  // n_threads counts the caller: 1 means no worker threads at all.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int n_threads() const { return n_threads_; }
+
+  // Calls fn(begin, end, thread_index) on each thread for its slice of [0, n). Slices are aligned to
+  // `grain` items so that kernels working in blocks never split one.
+  template <typename Fn>
+  void run(int64_t n, Fn&& fn, int64_t grain = 1) {
+    auto trampoline = [](void* ctx, int64_t b, int64_t e, int t) { (*static_cast<Fn*>(ctx))(b, e, t); };
+    run_raw(n, grain, trampoline, &fn);
+  }
+
+  // Physical cores of this machine (the default thread count), at least 1.
+  static int default_threads();
+
+ private:
+  using RawFn = void (*)(void*, int64_t, int64_t, int);
+  void run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx);
+  void worker_loop(int index);
+  void slice(int index, int64_t* b, int64_t* e) const;
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_start_;
+  std::condition_variable cv_done_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  // The current job.
+  RawFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_ = 0;
+  int64_t grain_ = 1;
+};
+
+}  // namespace pocket
