@@ -14,7 +14,47 @@ namespace {
 
 std::string where(const std::string& name) { return ": " + name; }
 
+// Index of the first byte that does not continue well-formed UTF-8 (no overlongs, no surrogates, nothing
+// past U+10FFFF), or bytes.size() when all of it is well formed. NUL is well formed.
+uint64_t first_invalid_utf8(std::span<const uint8_t> bytes) {
+  uint64_t i = 0;
+  const uint64_t n = bytes.size();
+  while (i < n) {
+    const uint8_t b = bytes[i];
+    uint64_t len = 0;
+    uint8_t lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (b < 0x80) {
+      len = 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      len = 3;
+      if (b == 0xE0) lo = 0xA0;  // overlong
+      if (b == 0xED) hi = 0x9F;  // surrogates
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      len = 4;
+      if (b == 0xF0) lo = 0x90;  // overlong
+      if (b == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return i;
+    }
+    if (len > n - i) return i;
+    for (uint64_t k = 1; k < len; ++k) {
+      const uint8_t c = bytes[i + k];
+      if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return i;
+    }
+    i += len;
+  }
+  return n;
+}
+
 }  // namespace
+
+bool is_valid_tensor_name(std::string_view name) {
+  const std::span<const uint8_t> b(reinterpret_cast<const uint8_t*>(name.data()), name.size());
+  return !name.empty() && name.size() <= kMaxTensorName && name.find('\0') == std::string_view::npos &&
+         first_invalid_utf8(b) == b.size();
+}
 
 const char* section_kind_name(uint32_t kind) {
   switch (static_cast<SectionKind>(kind)) {
@@ -59,16 +99,17 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
   const std::string& name = pkg.path_;
   const auto bytes = pkg.bytes_;
   if (bytes.empty()) return corrupt_file("[format] empty file, not a .pocket package" + where(name));
+  // A short prefix of the magic is a truncated header; anything else is another kind of file.
+  if (std::memcmp(bytes.data(), kPackageMagic, std::min<size_t>(bytes.size(), 8)) != 0) {
+    return corrupt_file("[format] bad magic: not a .pocket package" + where(name));
+  }
   if (bytes.size() < kHeaderSize) {
     return corrupt_file("[format] header truncated: file has " + std::to_string(bytes.size()) +
                         " bytes, the header needs 64" + where(name));
   }
-  if (std::memcmp(bytes.data(), kPackageMagic, 8) != 0) {
-    return corrupt_file("[format] bad magic: not a .pocket package" + where(name));
-  }
   ByteReader r(bytes.subspan(8, kHeaderSize - 8));
   uint32_t version = 0, header_size = 0, n_sections = 0, flags = 0;
-  uint64_t file_size = 0, table_checksum = 0, header_checksum = 0;
+  uint64_t file_size = 0, table_checksum = 0, header_checksum = 0, reserved[2] = {};
   (void)r.read(&version);
   (void)r.read(&header_size);
   (void)r.read(&file_size);
@@ -76,39 +117,73 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
   (void)r.read(&flags);
   (void)r.read(&table_checksum);
   (void)r.read(&header_checksum);
-  if (version == 0 || version > kPackageVersion) {
-    return unsupported("[format] package version " + std::to_string(version) + " is not supported (this build reads version " +
-                       std::to_string(kPackageVersion) + ")" + where(name));
+  (void)r.read(&reserved[0]);
+  (void)r.read(&reserved[1]);
+  if (version == 0) {
+    return corrupt_file("[format] package version 0 does not exist: the file is corrupt" + where(name));
   }
+  // Every version keeps the magic, the version at 8 and this checksum of [0, 40) at 40 (docs/format.md,
+  // "Versioning"), so a damaged version field reads as corruption, not as a newer package.
   if (checksum64(bytes.data(), 40) != header_checksum) {
     return corrupt_file("[format] header checksum mismatch: the file is corrupt" + where(name));
+  }
+  if (version > kPackageVersion) {
+    return unsupported("[format] package version " + std::to_string(version) + " is not supported (this build reads version " +
+                       std::to_string(kPackageVersion) + ")" + where(name));
   }
   if (header_size != kHeaderSize) {
     return corrupt_file("[format] header_size is " + std::to_string(header_size) + ", expected 64" + where(name));
   }
   if (flags != 0) return unsupported("[format] unknown header flags " + std::to_string(flags) + where(name));
-  if (file_size != bytes.size()) {
-    return corrupt_file("[format] file is " + std::to_string(bytes.size()) + " bytes but its header says " +
-                        std::to_string(file_size) + " (truncated or appended to)" + where(name));
+  if (reserved[0] != 0 || reserved[1] != 0) {
+    return corrupt_file("[format] header bytes 48..63 are reserved and must be zero" + where(name));
   }
   if (n_sections == 0 || n_sections > kMaxSections) {
     return corrupt_file("[format] section count " + std::to_string(n_sections) + " outside 1.." +
                         std::to_string(kMaxSections) + where(name));
   }
   const uint64_t table_end = kHeaderSize + uint64_t{n_sections} * kSectionEntrySize;
-  if (table_end > bytes.size()) return corrupt_file("[format] section table truncated" + where(name));
+  if (table_end > bytes.size()) {
+    return corrupt_file("[format] section table truncated: file has " + std::to_string(bytes.size()) +
+                        " bytes, the table of " + std::to_string(n_sections) + " sections ends at byte " +
+                        std::to_string(table_end) + where(name));
+  }
   if (checksum64(bytes.data() + kHeaderSize, table_end - kHeaderSize) != table_checksum) {
     return corrupt_file("[format] section table checksum mismatch: the file is corrupt" + where(name));
   }
 
+  std::vector<SectionEntry> entries(n_sections);  // at most kMaxSections
   ByteReader t(bytes.subspan(kHeaderSize, table_end - kHeaderSize));
-  for (uint32_t i = 0; i < n_sections; ++i) {
-    SectionEntry e;
+  for (auto& e : entries) {
     (void)t.read(&e.kind);
     (void)t.read(&e.flags);
     (void)t.read(&e.offset);
     (void)t.read(&e.size);
     (void)t.read(&e.checksum);
+  }
+  if (file_size != bytes.size()) {
+    if (bytes.size() > file_size) {
+      return corrupt_file("[format] file is " + std::to_string(bytes.size()) + " bytes but its header says " +
+                          std::to_string(file_size) + ": " + std::to_string(bytes.size() - file_size) +
+                          " bytes appended" + where(name));
+    }
+    // Truncated: name the first section (in file order) that the end of the file cuts.
+    std::string cut = "after its last section";
+    uint64_t cut_offset = UINT64_MAX;
+    for (uint32_t i = 0; i < n_sections; ++i) {
+      const auto& e = entries[i];
+      if (!range_within(e.offset, e.size, bytes.size()) && e.offset < cut_offset) {
+        cut_offset = e.offset;
+        cut = "in section " + std::to_string(i) + " (" + section_kind_name(e.kind) + ") [" + std::to_string(e.offset) +
+              ", +" + std::to_string(e.size) + ")";
+      }
+    }
+    return corrupt_file("[format] file truncated " + cut + ": it has " + std::to_string(bytes.size()) +
+                        " bytes, its header says " + std::to_string(file_size) + where(name));
+  }
+
+  for (uint32_t i = 0; i < n_sections; ++i) {
+    const SectionEntry& e = entries[i];
     const std::string label = "section " + std::to_string(i) + " (" + section_kind_name(e.kind) + ")";
     if ((e.flags & ~(kSectionOptional | kSectionLazyChecksum)) != 0) {
       return unsupported("[format] " + label + " has unknown flags" + where(name));
@@ -132,11 +207,11 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
       }
       pkg.section_index_[e.kind] = static_cast<int>(i);
     }
-    pkg.sections_.push_back(e);
   }
+  pkg.sections_ = std::move(entries);
   // No two sections overlap.
   std::vector<SectionEntry> sorted = pkg.sections_;
-  std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i - 1].offset + sorted[i - 1].size > sorted[i].offset) {
       return corrupt_file(std::string("[format] sections ") + section_kind_name(sorted[i - 1].kind) + " and " +
@@ -156,6 +231,14 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
                           " section: the file is corrupt" + where(name));
     }
   }
+  for (SectionKind k : {SectionKind::kDescriptor, SectionKind::kInferenceConfig}) {
+    const auto text = pkg.section_bytes(k);
+    const uint64_t bad = first_invalid_utf8(text);
+    if (bad != text.size()) {
+      return corrupt_file(std::string("[format] the ") + section_kind_name(static_cast<uint32_t>(k)) +
+                          " section is not valid UTF-8 (byte " + std::to_string(bad) + " of the section)" + where(name));
+    }
+  }
   pkg.version_ = version;
   POCKET_RETURN_IF_ERROR(pkg.parse_directory());
   return pkg;
@@ -169,6 +252,10 @@ Status Package::parse_directory() {
   uint32_t n_tensors = 0, reserved = 0;
   if (!r.read(&n_tensors) || !r.read(&reserved)) {
     return corrupt_file("[format] tensor directory truncated before its count" + where(name));
+  }
+  if (reserved != 0) {
+    return corrupt_file("[format] tensor directory reserved field is " + std::to_string(reserved) +
+                        ", must be zero" + where(name));
   }
   if (n_tensors > kMaxTensors) {
     return corrupt_file("[format] tensor count " + std::to_string(n_tensors) + " exceeds the limit " +
@@ -193,6 +280,9 @@ Status Package::parse_directory() {
     if (!r.read_string(name_len, &tname)) return corrupt_file("[format] " + idx + " truncated in its name" + where(name));
     if (tname.find('\0') != std::string_view::npos) {
       return corrupt_file("[format] " + idx + " name contains a NUL byte" + where(name));
+    }
+    if (!is_valid_tensor_name(tname)) {
+      return corrupt_file("[format] " + idx + " name is not valid UTF-8" + where(name));
     }
     TensorInfo ti;
     ti.name = std::string(tname);
@@ -249,7 +339,8 @@ Status Package::parse_directory() {
   }
   std::vector<const TensorInfo*> sorted;
   for (const auto& t : tensors_) sorted.push_back(&t);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  // Stable, so that tensors at the same offset are reported in directory order.
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i - 1]->offset + sorted[i - 1]->size > sorted[i]->offset) {
       return corrupt_file("[format] tensors '" + sorted[i - 1]->name + "' and '" + sorted[i]->name + "' overlap" + where(name));

@@ -5,14 +5,16 @@
 //
 // Header (64 bytes, offset 0)
 //   0  u8[8]  magic            "POCKET\r\n" (50 4F 43 4B 45 54 0D 0A)
-//   8  u32    version          1
+//   8  u32    version          1 (0 is invalid: corrupt; a later version is reported as unsupported)
 //   12 u32    header_size      64 (the section table starts here)
 //   16 u64    file_size        total bytes of the file (a truncated copy is detected at once)
 //   24 u32    n_sections       1..64
 //   28 u32    flags            0 (reserved; a reader rejects unknown bits)
 //   32 u64    table_checksum   XXH3-64 (seed 0) of the section table's n_sections * 32 bytes
 //   40 u64    header_checksum  XXH3-64 (seed 0) of bytes [0, 40)
-//   48 u8[16] reserved         zero
+//   48 u8[16] reserved         zero (checked)
+//   Every version keeps the magic at 0, the version at 8 and header_checksum (of [0, 40)) at 40, so a reader
+//   checks the header checksum before judging the version: a damaged version field reads as corruption.
 //
 // Section table (offset 64, n_sections entries of 32 bytes)
 //   0  u32 kind       1 descriptor, 2 inference config, 3 tokenizer, 4 tensor directory, 5 tensor data;
@@ -28,9 +30,10 @@
 // Section 1, descriptor: UTF-8 JSON object, the architecture ("graph") — see model/hparams.h for the keys.
 // Section 2, inference config: UTF-8 JSON object — context length, sampling defaults, stop tokens, chat
 //   template name (see model/inference_config.h).
+//   The reader checks that sections 1 and 2 are well-formed UTF-8; the JSON itself is parsed by model/.
 // Section 3, tokenizer: binary, specified in tokenizer/tokenizer_io.h.
 // Section 4, tensor directory:
-//   u32 n_tensors (0..1,048,576), u32 reserved (0), then n_tensors entries:
+//   u32 n_tensors (0..1,048,576), u32 reserved (0, checked), then n_tensors entries:
 //     u32 name_len (1..512), u8 name[name_len] (UTF-8, no NUL, unique),
 //     u32 dtype (format/dtype.h: 0 f32, 1 f16, 2 bf16, 16.. block types),
 //     u32 layout (format/dtype.h: 0 row-major, 1.. kernel interleavings),
@@ -79,6 +82,9 @@ inline constexpr uint32_t kSectionLazyChecksum = 1u << 1;
 
 const char* section_kind_name(uint32_t kind);
 
+// True when `name` can name a tensor: 1..kMaxTensorName bytes of well-formed UTF-8 without NUL.
+bool is_valid_tensor_name(std::string_view name);
+
 struct SectionEntry {
   uint32_t kind = 0;
   uint32_t flags = 0;
@@ -110,6 +116,7 @@ class Package {
  public:
   static Expected<Package> open(const std::string& path, const OpenOptions& opts = {});
   // Validates bytes that the caller keeps alive for the Package's lifetime (used by fuzzers and tests).
+  // Tensor data is 64-byte aligned in memory only when `bytes.data()` is.
   static Expected<Package> from_bytes(std::span<const uint8_t> bytes, std::string name, const OpenOptions& opts = {});
 
   Package(Package&&) noexcept = default;

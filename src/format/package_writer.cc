@@ -32,7 +32,13 @@ struct FileCloser {
 }  // namespace
 
 Status PackageWriter::add_tensor(std::string name, DType dtype, std::vector<uint64_t> shape, FillFn fill) {
-  if (name.empty() || name.size() > kMaxTensorName) return invalid_argument("[writer] bad tensor name length: '" + name + "'");
+  if (!is_valid_tensor_name(name)) {
+    return invalid_argument("[writer] tensor name '" + name + "' is not 1.." + std::to_string(kMaxTensorName) +
+                            " bytes of UTF-8 without NUL");
+  }
+  if (tensors_.size() >= kMaxTensors) {
+    return invalid_argument("[writer] more than " + std::to_string(kMaxTensors) + " tensors");
+  }
   if (shape.empty() || shape.size() > kMaxDims) return invalid_argument("[writer] tensor '" + name + "' needs 1..4 dims");
   for (uint64_t d : shape) {
     if (d == 0 || d > kMaxDim) return invalid_argument("[writer] tensor '" + name + "' has a dimension out of range");
@@ -68,6 +74,11 @@ Status PackageWriter::write(const std::string& path) const {
   uint64_t data_size = 0;
   std::vector<uint64_t> offsets;
   for (const auto& t : tensors_) {
+    // Sizes are bounded per tensor; their sum could still wrap.
+    auto aligned = checked_add(data_size, kTensorAlignment - 1);
+    if (!aligned || !checked_add(*aligned / kTensorAlignment * kTensorAlignment, t.size)) {
+      return invalid_argument("[writer] tensor data of '" + path + "' exceeds 2^64 bytes");
+    }
     data_size = align_up(data_size, kTensorAlignment);
     offsets.push_back(data_size);
     put<uint32_t>(&dir, static_cast<uint32_t>(t.name.size()));
@@ -98,8 +109,14 @@ Status PackageWriter::write(const std::string& path) const {
   for (auto& s : secs) {
     pos = align_up(pos, kTensorAlignment);
     s.offset = pos;
-    pos += s.size;
-    if (s.data) s.checksum = checksum64(s.data, s.size);
+    auto end = checked_add(pos, s.size);
+    if (!end || *end > UINT64_MAX - kTensorAlignment) {
+      return invalid_argument("[writer] package '" + path + "' would exceed 2^64 bytes");
+    }
+    pos = *end;
+    // Every section but the streamed tensor data; an empty one too (its data() may be null, its checksum is
+    // still XXH3 of no bytes, not 0).
+    if (s.kind != static_cast<uint32_t>(SectionKind::kTensorData)) s.checksum = checksum64(s.data, s.size);
   }
   const uint64_t file_size = pos;
 

@@ -51,6 +51,8 @@ class Tokenizer {
   virtual int32_t eos_id() const = 0;  // -1 when none
   virtual std::string_view piece_text(int32_t id) const = 0;  // the vocabulary string, for inspection
   virtual TokenType token_type(int32_t id) const = 0;
+  // The built-in chat template the model names ("chatml", "llama2", "llama3"), or "" (chat_template.h).
+  virtual std::string_view chat_template_name() const { return {}; }
 
   // Serialises into the .pocket tokenizer section.
   virtual std::vector<uint8_t> serialize() const = 0;

@@ -84,8 +84,7 @@ void softmax(float* x, int64_t n) {
     x[i] = std::exp(x[i] - mx);
     sum += x[i];
   }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  for (int64_t i = 0; i < n; ++i) x[i] /= sum;
 }
 
 void rope_interleaved(float* x, int64_t head_dim, int64_t pos, float theta) {
@@ -114,7 +113,7 @@ void rope_neox(float* x, int64_t head_dim, int64_t pos, float theta) {
 void swiglu(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    gate[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
   }
 }
 

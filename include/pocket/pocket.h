@@ -1,0 +1,115 @@
+/* pocket C API: small language models on device.
+ *
+ * Opaque handles with create/destroy pairs; every function returns a pocket_status (0 = success) and never
+ * lets a C++ exception escape. After a failure, pocket_last_error() gives a message for the calling thread.
+ *
+ * Thread safety: a pocket_model is immutable and may be shared by any number of sessions on any threads.
+ * A pocket_session must be used by one thread at a time; pocket_session_cancel may be called from any
+ * thread. */
+#ifndef POCKET_POCKET_H_
+#define POCKET_POCKET_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. */
+typedef int32_t pocket_status;
+#define POCKET_OK 0                    /* success */
+#define POCKET_ERR_INVALID_ARGUMENT 1  /* a parameter is NULL or out of range */
+#define POCKET_ERR_IO 2                /* a file could not be opened, read, mapped or written */
+#define POCKET_ERR_CORRUPT_FILE 3      /* a file is malformed, truncated or fails its checksum */
+#define POCKET_ERR_UNSUPPORTED 4       /* a valid request this build cannot serve (e.g. unknown dtype) */
+#define POCKET_ERR_OUT_OF_MEMORY 5     /* allocation failed or the memory budget cannot be met */
+#define POCKET_ERR_CONTEXT_EXCEEDED 6  /* the prompt does not fit in the session's context */
+#define POCKET_ERR_CANCELLED 7         /* pocket_session_cancel() stopped the call; the session stays usable */
+#define POCKET_ERR_NUMERICAL 8         /* NaN/Inf appeared where a number was needed (e.g. logits) */
+#define POCKET_ERR_INTERNAL 9          /* a bug in pocket; please report it */
+#define POCKET_ERR_BUFFER_TOO_SMALL 10 /* the output buffer is too small; the needed size was written */
+
+typedef struct pocket_model pocket_model;
+typedef struct pocket_session pocket_session;
+
+/* The message of the last failed call on this thread ("" when none). Valid until the next call. */
+const char* pocket_last_error(void);
+/* A fixed name for a status code ("ok", "corrupt file", ...). */
+const char* pocket_status_name(pocket_status status);
+
+/* Models ------------------------------------------------------------------------------------------------ */
+/* Maps and validates a .pocket package. *out is NULL on failure. */
+pocket_status pocket_model_load(const char* path, pocket_model** out);
+void pocket_model_free(pocket_model* model); /* NULL is allowed */
+int32_t pocket_model_n_vocab(const pocket_model* model);
+int32_t pocket_model_n_ctx_train(const pocket_model* model);
+int32_t pocket_model_bos(const pocket_model* model); /* -1 when none */
+int32_t pocket_model_eos(const pocket_model* model); /* -1 when none */
+
+/* Tokens ------------------------------------------------------------------------------------------------ */
+/* Encodes UTF-8 text (len bytes; invalid UTF-8 becomes U+FFFD). Writes at most `capacity` ids and sets
+ * *n_tokens to the number of ids the text needs; POCKET_ERR_BUFFER_TOO_SMALL when capacity < *n_tokens. */
+pocket_status pocket_tokenize(const pocket_model* model, const char* text, size_t len, int32_t add_bos,
+                              int32_t parse_special, int32_t* tokens, size_t capacity, size_t* n_tokens);
+/* Decodes ids to UTF-8. Writes at most `capacity` bytes (not NUL-terminated) and sets *n_bytes to the
+ * length needed; POCKET_ERR_BUFFER_TOO_SMALL when capacity < *n_bytes. */
+pocket_status pocket_detokenize(const pocket_model* model, const int32_t* tokens, size_t n_tokens, char* text,
+                                size_t capacity, size_t* n_bytes);
+
+/* Sessions ---------------------------------------------------------------------------------------------- */
+typedef struct pocket_session_params {
+  int32_t n_ctx;            /* 0: the package's default */
+  int32_t n_threads;        /* 0: physical cores */
+  int32_t n_batch;          /* 0: min(n_ctx, 512) */
+  uint64_t mem_budget_bytes; /* 0: none; otherwise creation fails with POCKET_ERR_OUT_OF_MEMORY if the plan exceeds it */
+} pocket_session_params;
+
+pocket_session_params pocket_session_default_params(void);
+pocket_status pocket_session_create(const pocket_model* model, const pocket_session_params* params,
+                                    pocket_session** out);
+void pocket_session_free(pocket_session* session); /* NULL is allowed */
+/* Forgets the conversation (KV cache and history). */
+pocket_status pocket_session_reset(pocket_session* session);
+/* Asks a running pocket_generate on this session to stop; safe from any thread. The flag is cleared when
+ * the next pocket_generate starts. */
+void pocket_session_cancel(pocket_session* session);
+
+/* Generation -------------------------------------------------------------------------------------------- */
+typedef struct pocket_generate_params {
+  int32_t n_predict;        /* tokens to generate; -1: until a stop token or the context is full; 0: prompt only */
+  float temperature;        /* 0: greedy; must be >= 0 */
+  int32_t top_k;            /* <= 0: off */
+  float top_p;              /* >= 1: off */
+  float min_p;              /* <= 0: off */
+  float repeat_penalty;     /* 1: off; must be > 0 */
+  int32_t repeat_last_n;
+  uint64_t seed;
+  int32_t add_bos;          /* non-zero: prepend BOS at the start of a conversation */
+  int32_t parse_special;    /* non-zero: special-token text in the prompt becomes special tokens */
+} pocket_generate_params;
+
+pocket_generate_params pocket_generate_default_params(void); /* greedy, 128 tokens */
+
+/* Called for each generated token with the UTF-8 text it completes (text may be empty while a multi-byte
+ * character is incomplete; not NUL-terminated). Return non-zero to continue, 0 to stop. */
+typedef int32_t (*pocket_token_callback)(void* user_data, int32_t token, const char* text, size_t len);
+
+typedef struct pocket_generate_stats {
+  int32_t n_prompt;
+  int32_t n_generated;
+  double prefill_tokens_per_second;
+  double decode_tokens_per_second;
+} pocket_generate_stats;
+
+/* Evaluates `prompt` after what the session already holds, then generates. `callback` and `stats` may be
+ * NULL. */
+pocket_status pocket_generate(pocket_session* session, const char* prompt, size_t len,
+                              const pocket_generate_params* params, pocket_token_callback callback, void* user_data,
+                              pocket_generate_stats* stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POCKET_POCKET_H_ */

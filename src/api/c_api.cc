@@ -1,0 +1,217 @@
+// The C API over Model/Session. Every entry point catches everything: no exception crosses into C.
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "generate/session.h"
+#include "pocket/pocket.h"
+
+struct pocket_model {
+  std::shared_ptr<const pocket::Model> model;
+};
+
+struct pocket_session {
+  std::unique_ptr<pocket::Session> session;
+  std::atomic<bool> cancel{false};
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+static_assert(POCKET_ERR_INTERNAL == static_cast<int>(pocket::ErrorCode::kInternal), "status codes drifted");
+
+pocket_status fail(const pocket::Status& st) {
+  g_last_error = st.to_string();
+  return static_cast<pocket_status>(st.code());
+}
+
+pocket_status fail(pocket_status code, const std::string& msg) {
+  g_last_error = msg;
+  return code;
+}
+
+template <typename Fn>
+pocket_status guarded(Fn&& fn) {
+  try {
+    g_last_error.clear();
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return fail(POCKET_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(POCKET_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(POCKET_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* pocket_last_error(void) { return g_last_error.c_str(); }
+
+const char* pocket_status_name(pocket_status status) {
+  if (status == POCKET_ERR_BUFFER_TOO_SMALL) return "buffer too small";
+  if (status < 0 || status > POCKET_ERR_INTERNAL) return "unknown status";
+  return pocket::error_code_name(static_cast<pocket::ErrorCode>(status));
+}
+
+pocket_status pocket_model_load(const char* path, pocket_model** out) {
+  return guarded([&]() -> pocket_status {
+    if (out == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_model_load: out is NULL");
+    *out = nullptr;
+    if (path == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_model_load: path is NULL");
+    auto m = pocket::Model::load(path);
+    if (!m) return fail(m.status());
+    *out = new pocket_model{std::move(*m)};
+    return POCKET_OK;
+  });
+}
+
+void pocket_model_free(pocket_model* model) { delete model; }
+
+int32_t pocket_model_n_vocab(const pocket_model* m) {
+  return m ? static_cast<int32_t>(m->model->hparams().n_vocab) : 0;
+}
+int32_t pocket_model_n_ctx_train(const pocket_model* m) {
+  return m ? static_cast<int32_t>(m->model->hparams().n_ctx_train) : 0;
+}
+int32_t pocket_model_bos(const pocket_model* m) { return m ? m->model->tokenizer().bos_id() : -1; }
+int32_t pocket_model_eos(const pocket_model* m) { return m ? m->model->tokenizer().eos_id() : -1; }
+
+pocket_status pocket_tokenize(const pocket_model* m, const char* text, size_t len, int32_t add_bos,
+                              int32_t parse_special, int32_t* tokens, size_t capacity, size_t* n_tokens) {
+  return guarded([&]() -> pocket_status {
+    if (m == nullptr || n_tokens == nullptr || (text == nullptr && len > 0) || (tokens == nullptr && capacity > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_tokenize: NULL argument");
+    }
+    std::vector<int32_t> ids;
+    pocket::EncodeOptions eo;
+    eo.add_bos = add_bos != 0;
+    eo.parse_special = parse_special != 0;
+    if (auto st = m->model->tokenizer().encode(std::string_view(text ? text : "", len), eo, &ids); !st.is_ok()) {
+      return fail(st);
+    }
+    *n_tokens = ids.size();
+    if (capacity < ids.size()) {
+      return fail(POCKET_ERR_BUFFER_TOO_SMALL, "pocket_tokenize: " + std::to_string(ids.size()) + " tokens needed");
+    }
+    if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
+    return POCKET_OK;
+  });
+}
+
+pocket_status pocket_detokenize(const pocket_model* m, const int32_t* tokens, size_t n_tokens, char* text,
+                                size_t capacity, size_t* n_bytes) {
+  return guarded([&]() -> pocket_status {
+    if (m == nullptr || n_bytes == nullptr || (tokens == nullptr && n_tokens > 0) || (text == nullptr && capacity > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_detokenize: NULL argument");
+    }
+    const int32_t n_vocab = m->model->tokenizer().n_vocab();
+    for (size_t i = 0; i < n_tokens; ++i) {
+      if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+        return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_detokenize: token " + std::to_string(tokens[i]) +
+                                                     " at index " + std::to_string(i) + " is outside the vocabulary");
+      }
+    }
+    const std::string s = m->model->tokenizer().decode(std::span<const int32_t>(tokens, n_tokens));
+    *n_bytes = s.size();
+    if (capacity < s.size()) return fail(POCKET_ERR_BUFFER_TOO_SMALL, "pocket_detokenize: buffer too small");
+    if (!s.empty()) std::memcpy(text, s.data(), s.size());
+    return POCKET_OK;
+  });
+}
+
+pocket_session_params pocket_session_default_params(void) {
+  pocket_session_params p;
+  std::memset(&p, 0, sizeof p);
+  return p;
+}
+
+pocket_status pocket_session_create(const pocket_model* m, const pocket_session_params* params, pocket_session** out) {
+  return guarded([&]() -> pocket_status {
+    if (out == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_create: out is NULL");
+    *out = nullptr;
+    if (m == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_create: model is NULL");
+    const pocket_session_params p = params ? *params : pocket_session_default_params();
+    pocket::SessionOptions so;
+    so.n_ctx = p.n_ctx;
+    so.n_threads = p.n_threads;
+    so.n_batch = p.n_batch;
+    so.mem_budget_bytes = p.mem_budget_bytes;
+    auto s = pocket::Session::create(m->model, so);
+    if (!s) return fail(s.status());
+    auto* h = new pocket_session();
+    h->session = std::move(*s);
+    *out = h;
+    return POCKET_OK;
+  });
+}
+
+void pocket_session_free(pocket_session* s) { delete s; }
+
+pocket_status pocket_session_reset(pocket_session* s) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_reset: session is NULL");
+    s->session->reset();
+    return POCKET_OK;
+  });
+}
+
+void pocket_session_cancel(pocket_session* s) {
+  if (s != nullptr) s->cancel.store(true);
+}
+
+pocket_generate_params pocket_generate_default_params(void) {
+  pocket_generate_params p;
+  std::memset(&p, 0, sizeof p);
+  p.n_predict = 128;
+  p.temperature = 0.0f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.05f;
+  p.repeat_penalty = 1.0f;
+  p.repeat_last_n = 64;
+  p.add_bos = 1;
+  return p;
+}
+
+pocket_status pocket_generate(pocket_session* s, const char* prompt, size_t len, const pocket_generate_params* params,
+                              pocket_token_callback callback, void* user_data, pocket_generate_stats* stats) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr || (prompt == nullptr && len > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_generate: NULL argument");
+    }
+    const pocket_generate_params p = params ? *params : pocket_generate_default_params();
+    pocket::GenerateOptions go;
+    go.n_predict = p.n_predict;
+    go.add_bos = p.add_bos != 0;
+    go.parse_special = p.parse_special != 0;
+    go.sampling.temperature = p.temperature;
+    go.sampling.top_k = p.top_k;
+    go.sampling.top_p = p.top_p;
+    go.sampling.min_p = p.min_p;
+    go.sampling.repeat_penalty = p.repeat_penalty;
+    go.sampling.repeat_last_n = p.repeat_last_n;
+    go.sampling.seed = p.seed;
+    s->cancel.store(false);
+    pocket::GenerateStats gs;
+    pocket::TokenCallback cb;
+    if (callback != nullptr) {
+      cb = [&](int32_t id, std::string_view text) { return callback(user_data, id, text.data(), text.size()) != 0; };
+    }
+    pocket::Status st = s->session->generate(std::string_view(prompt ? prompt : "", len), go, cb, &s->cancel, &gs);
+    if (stats != nullptr) {
+      stats->n_prompt = static_cast<int32_t>(gs.n_prompt);
+      stats->n_generated = static_cast<int32_t>(gs.n_generated);
+      stats->prefill_tokens_per_second = gs.prefill_tps();
+      stats->decode_tokens_per_second = gs.decode_tps();
+    }
+    if (!st.is_ok()) return fail(st);
+    return POCKET_OK;
+  });
+}
+
+}  // extern "C"

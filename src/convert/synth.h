@@ -1,0 +1,23 @@
+// `pocket synth`: a random-weight package of a published architecture, with a placeholder tokenizer, for
+// benchmarking size, memory and speed without a trained checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "format/dtype.h"
+#include "model/hparams.h"
+
+namespace pocket {
+
+struct SynthOptions {
+  DType dtype = DType::kF16;  // weight matrices (norms stay f32)
+  uint64_t seed = 1;
+  int64_t context_length = 0;  // 0: min(n_ctx_train, 4096)
+};
+
+// Writes the package for `h` (see architecture_preset()).
+Status synthesize_model(const HParams& h, const std::string& out_path, const SynthOptions& opts);
+
+}  // namespace pocket

@@ -1,0 +1,17 @@
+// Resident-set readings of this process (Linux /proc/self/status), for peak-memory reports.
+#pragma once
+
+#include <cstdint>
+
+namespace pocket {
+
+struct MemoryReading {
+  uint64_t rss_bytes = 0;       // VmRSS now
+  uint64_t peak_rss_bytes = 0;  // VmHWM: the high-water mark since the process started (or the last reset)
+};
+
+MemoryReading read_process_memory();
+// Resets the high-water mark to the current RSS (writes 5 to /proc/self/clear_refs); false if not allowed.
+bool reset_peak_rss();
+
+}  // namespace pocket

@@ -1,0 +1,104 @@
+// Row-range entry points over the active kernel table, and the ThreadPool wrappers that split them.
+#include "kernels/kernels.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace pocket::kernels {
+
+bool matmul_supports(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kQ8G32:
+    case DType::kQ4G32:
+    case DType::kQ4G64:
+    case DType::kQ4G32A:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void matmul(float* y, int64_t ldy, const MatrixView& w, const float* x, const ActBlock* xq, int64_t m,
+            int64_t r0, int64_t r1) {
+  const KernelTable& k = active();
+  const int64_t n = w.cols;
+  switch (w.dtype) {
+    case DType::kF32: return k.matmul_f32(y, ldy, w.data, x, m, n, r0, r1);
+    case DType::kF16: return k.matmul_f16(y, ldy, w.data, x, m, n, r0, r1);
+    case DType::kQ8G32: return k.matmul_q8g32(y, ldy, w.data, xq, m, n, r0, r1);
+    case DType::kQ4G32: return k.matmul_q4g32(y, ldy, w.data, xq, m, n, r0, r1);
+    case DType::kQ4G64: return k.matmul_q4g64(y, ldy, w.data, xq, m, n, r0, r1);
+    case DType::kQ4G32A: return k.matmul_q4g32a(y, ldy, w.data, xq, m, n, r0, r1);
+    default: assert(false && "matmul: unsupported weight dtype (check matmul_supports)"); return;
+  }
+}
+
+void quantize_act_rows(ActBlock* out, const float* x, int64_t n, int64_t r0, int64_t r1) {
+  const KernelTable& k = active();
+  const int64_t nb = quant::act_blocks(n);
+  for (int64_t r = r0; r < r1; ++r) k.quantize_act(out + r * nb, x + r * n, n);
+}
+
+namespace {
+// Weight rows per grain: a multiple of every tile height so threads never split a register tile, and large
+// enough that the per-slice overhead is negligible.
+constexpr int64_t kRowGrain = 16;
+}  // namespace
+
+void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, ActBlock* xq_scratch, int64_t m) {
+  const bool quantised = w.dtype != DType::kF32 && w.dtype != DType::kF16;
+  if (quantised) {
+    const int64_t n = w.cols;
+    pool.run(m, [&](int64_t b, int64_t e, int) { quantize_act_rows(xq_scratch, x, n, b, e); });
+  }
+  pool.run(w.rows, [&](int64_t b, int64_t e, int) { matmul(y, w.rows, w, x, xq_scratch, m, b, e); }, kRowGrain);
+}
+
+void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps) {
+  const auto fn = active().rmsnorm;
+  pool.run(m, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) fn(out + i * n, x + i * n, w, n, eps);
+  });
+}
+
+void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n) {
+  const auto fn = active().softmax;
+  pool.run(m, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) fn(x + i * n, n);
+  });
+}
+
+void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n) {
+  const auto fn = active().swiglu;
+  pool.run(m, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) fn(gate + i * n, up + i * n, n);
+  });
+}
+
+void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta,
+          RopeStyle style) {
+  const auto fn = active().rope;
+  const int64_t stride = n_heads * head_dim;
+  pool.run(m, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) fn(x + i * stride, n_heads, head_dim, pos0 + i, theta, style);
+  });
+}
+
+void attention(ThreadPool& pool, float* out, const float* q, const uint16_t* k, const uint16_t* v,
+               const AttentionShape& s) {
+  const auto fn = active().attention;
+  // Causal rows grow in cost with their index, so the pool's contiguous slices are mapped zig-zag onto
+  // query rows (0, m-1, 1, m-2, ...): every slice gets an even mix of short and long rows.
+  const int64_t m = s.m, nkv = s.n_kv_heads;
+  pool.run(m * nkv, [&](int64_t b, int64_t e, int) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t p = u / nkv, row = p % 2 == 0 ? p / 2 : m - 1 - p / 2;
+      const int64_t t = row * nkv + u % nkv;
+      fn(out, q, k, v, s, t, t + 1);
+    }
+  });
+}
+
+}  // namespace pocket::kernels

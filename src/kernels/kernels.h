@@ -1,0 +1,102 @@
+// pocket's compute kernels: one dispatch table, chosen once at start from the CPU's features, with scalar
+// (ref/), AVX2+FMA+F16C (avx2/) and NEON (neon/) implementations. Every kernel works on a range of rows or
+// tasks so a ThreadPool can split it without allocating; the wrappers at the bottom do that split.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/thread_pool.h"
+#include "format/dtype.h"
+#include "quant/blocks.h"
+
+namespace pocket::kernels {
+
+using quant::ActBlock;
+
+// A weight matrix as stored in the package: [rows, cols], row-major, each row ceil(cols / G) blocks for a
+// block type (Layout::kRowMajor).
+struct MatrixView {
+  const uint8_t* data = nullptr;
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+enum class RopeStyle { kInterleaved, kNeox };
+
+// One layer's attention over an f16 KV cache (see KernelTable::attention).
+struct AttentionShape {
+  int64_t m = 1;          // query rows, at positions pos0 .. pos0 + m - 1
+  int64_t pos0 = 0;       // position of the first query row; the cache holds positions 0 .. pos0 + m - 1
+  int64_t n_heads = 1;
+  int64_t n_kv_heads = 1;  // n_heads is a multiple of it (GQA); head h reads kv head h / (n_heads / n_kv_heads)
+  int64_t head_dim = 64;   // at most kMaxHeadDim
+  float scale = 0.125f;    // usually 1 / sqrt(head_dim)
+};
+inline constexpr int64_t kMaxHeadDim = 256;
+inline constexpr int64_t kMaxGroup = 16;  // n_heads / n_kv_heads
+
+// Quantised weights x int8 activations: Y[i, r] = sum_k W[r, k] * X[i, k] for i in [0, m), r in [r0, r1).
+// w: [rows, n] blocks; x: [m, act_blocks(n)] ActBlocks; y[i * ldy + r]. Each weight block is read from
+// memory once for all m rows (weight-row tiles outside, activation rows inside).
+using MatmulQFn = void (*)(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n,
+                           int64_t r0, int64_t r1);
+// Float weights (F32 or F16) x float activations x: [m, n] f32, same shapes otherwise.
+using MatmulFFn = void (*)(float* y, int64_t ldy, const uint8_t* w, const float* x, int64_t m, int64_t n,
+                           int64_t r0, int64_t r1);
+
+struct KernelTable {
+  std::string_view name;  // "ref", "avx2", "neon", "neon-dotprod"
+  MatmulQFn matmul_q8g32 = nullptr;
+  MatmulQFn matmul_q4g32 = nullptr;
+  MatmulQFn matmul_q4g64 = nullptr;
+  MatmulQFn matmul_q4g32a = nullptr;
+  MatmulFFn matmul_f32 = nullptr;
+  MatmulFFn matmul_f16 = nullptr;
+  // One row of n floats -> act_blocks(n) ActBlocks, bit-identical to quant::quantize_act_row_ref.
+  void (*quantize_act)(ActBlock* out, const float* x, int64_t n) = nullptr;
+  // out = x / sqrt(mean(x^2) + eps) * w over one row; out may alias x.
+  void (*rmsnorm)(float* out, const float* x, const float* w, int64_t n, float eps) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;  // in place, one row
+  // Rotates every head of one row [n_heads, head_dim] at position pos (freq_i = theta^(-2i / head_dim)).
+  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float theta, RopeStyle style) = nullptr;
+  void (*swiglu)(float* gate, const float* up, int64_t n) = nullptr;  // gate = silu(gate) * up
+  // Causal GQA attention, flash style (online softmax over key tiles; no [m, n_ctx] score matrix).
+  // q: [m, n_heads, head_dim] f32; k, v: [n_ctx, n_kv_heads, head_dim] f16 (n_ctx >= pos0 + m);
+  // out: [m, n_heads, head_dim] f32. Tasks t in [t0, t1) of m * n_kv_heads: row t / n_kv_heads, kv head
+  // t % n_kv_heads, with all the query heads that share it.
+  void (*attention)(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
+                    int64_t t0, int64_t t1) = nullptr;
+};
+
+// The table for this CPU, chosen on first use (thread-safe) and fixed for the process.
+const KernelTable& active();
+// Every table this build and CPU can run, best last ("ref" first); for tests and benchmarks.
+int n_available();
+const KernelTable& available(int i);
+
+// --- Row-range entry points over the active table ---------------------------------------------------------
+
+// True when matmul supports this weight dtype (F32, F16, Q8G32, Q4G32, Q4G64, Q4G32A).
+bool matmul_supports(DType t);
+// Y[m, ldy] rows r0..r1 of W·X. Quantised dtypes read xq (act_blocks(n) per row), float dtypes read x.
+void matmul(float* y, int64_t ldy, const MatrixView& w, const float* x, const ActBlock* xq, int64_t m,
+            int64_t r0, int64_t r1);
+void quantize_act_rows(ActBlock* out, const float* x, int64_t n, int64_t r0, int64_t r1);
+
+// --- Convenience wrappers that split over a ThreadPool ----------------------------------------------------
+
+// Y[m, w.rows] = X[m, w.cols] · W^T. xq_scratch holds m * act_blocks(w.cols) blocks (unused for float W).
+void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, ActBlock* xq_scratch, int64_t m);
+// x: [m, n] in place / out: [m, n].
+void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps);
+void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n);
+void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n);
+// x: [m, n_heads, head_dim], row i at position pos0 + i.
+void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta,
+          RopeStyle style);
+void attention(ThreadPool& pool, float* out, const float* q, const uint16_t* k, const uint16_t* v,
+               const AttentionShape& s);
+
+}  // namespace pocket::kernels

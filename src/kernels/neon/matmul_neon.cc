@@ -1,0 +1,41 @@
+// Baseline NEON quantised matmuls (ARMv8-A): int8 products by widening multiplies (smull/smlal) and
+// pairwise accumulation (sadalp). Two products of |q| <= 127 sum to <= 32258, within int16.
+#include <arm_neon.h>
+
+#include "kernels/neon/neon.h"
+#include "kernels/tile_loop.h"
+#include "quant/blocks.h"
+
+namespace pocket::kernels::neon {
+namespace {
+
+struct Dot {
+  static int32x4_t acc(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    int16x8_t p = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+    p = vmlal_high_s8(p, a, b);
+    return vpadalq_s16(acc, p);
+  }
+};
+
+#include "kernels/neon/matmul_neon_impl.h"
+
+}  // namespace
+
+void matmul_q8g32(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                  int64_t r1) {
+  run(SymKernel<quant::BlockQ8G32, LoadQ8>{qargs(y, ldy, w, x, n, 32, 34)}, m, r0, r1);
+}
+void matmul_q4g32(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                  int64_t r1) {
+  run(SymKernel<quant::BlockQ4G32, LoadQ4>{qargs(y, ldy, w, x, n, 32, 18)}, m, r0, r1);
+}
+void matmul_q4g64(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                  int64_t r1) {
+  run(Q4G64Kernel{qargs(y, ldy, w, x, n, 64, 34)}, m, r0, r1);
+}
+void matmul_q4g32a(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                   int64_t r1) {
+  run(Q4G32AKernel{qargs(y, ldy, w, x, n, 32, 20)}, m, r0, r1);
+}
+
+}  // namespace pocket::kernels::neon

@@ -1,0 +1,39 @@
+// Reference batched matmul: each thread takes a slice of weight rows, converts each row to f32 once and
+// dots it with every activation row.
+#include "model/matmul.h"
+
+#include "kernels/ref/ops_ref.h"
+
+namespace pocket {
+
+void weight_row_to_f32(float* out, const WeightRef& W, int64_t r) {
+  const uint64_t rb = *row_bytes(W.dtype, static_cast<uint64_t>(W.cols));
+  ref::row_to_f32(out, W.data + r * rb, W.dtype, W.cols);
+}
+
+void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightRef& W, float* row_buf,
+            int64_t row_buf_stride) {
+  const int64_t n = W.cols, rows = W.rows;
+  if (M == 1 && W.dtype != DType::kF32) {
+    pool.run(rows, [&](int64_t r0, int64_t r1, int) { ref::matvec_rows(Y, W.data, W.dtype, X, n, r0, r1); }, 4);
+    return;
+  }
+  pool.run(
+      rows,
+      [&](int64_t r0, int64_t r1, int t) {
+        float* buf = row_buf + t * row_buf_stride;
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* wr;
+          if (W.dtype == DType::kF32) {
+            wr = W.f32() + r * n;
+          } else {
+            weight_row_to_f32(buf, W, r);
+            wr = buf;
+          }
+          for (int64_t m = 0; m < M; ++m) Y[m * rows + r] = ref::dot_f32(wr, X + m * n, n);
+        }
+      },
+      4);
+}
+
+}  // namespace pocket

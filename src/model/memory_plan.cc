@@ -1,0 +1,52 @@
+// Memory plan arithmetic.
+#include "model/memory_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace pocket {
+
+ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s) {
+  ScratchSizes z{};
+  const int64_t m = s.n_batch;
+  z.x = m * h.n_embd;
+  z.xb = m * std::max(h.n_embd, h.q_dim());
+  z.xb2 = m * std::max(h.n_embd, h.q_dim());
+  z.q = m * h.q_dim();
+  z.k = m * h.kv_dim();
+  z.v = m * h.kv_dim();
+  z.hb = m * h.n_ff;
+  z.hb2 = m * h.n_ff;
+  z.att = s.n_threads * s.n_ctx;
+  z.row_buf = s.n_threads * std::max({h.n_embd, h.n_ff, h.q_dim()});
+  z.logits = s.n_logit_rows * h.n_vocab;
+  z.candidates = h.n_vocab;
+  return z;
+}
+
+MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes) {
+  MemoryPlan p;
+  p.weights = package_bytes;
+  p.kv_cache = 2ull * h.n_layers * s.n_ctx * h.kv_dim() * sizeof(float);
+  const ScratchSizes z = scratch_sizes(h, s);
+  p.activations = sizeof(float) * static_cast<uint64_t>(z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.row_buf);
+  // Candidates: one (id, logit) pair per vocabulary entry; plus the recent-token ring for penalties.
+  p.logits = sizeof(float) * static_cast<uint64_t>(z.logits) + 8ull * z.candidates;
+  return p;
+}
+
+std::string MemoryPlan::to_string() const {
+  auto mib = [](uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "weights (mapped)  %10.2f MiB\n"
+                "kv cache          %10.2f MiB\n"
+                "activations       %10.2f MiB\n"
+                "logits+sampler    %10.2f MiB\n"
+                "session total     %10.2f MiB\n"
+                "total             %10.2f MiB\n",
+                mib(weights), mib(kv_cache), mib(activations), mib(logits), mib(session_total()), mib(total()));
+  return buf;
+}
+
+}  // namespace pocket

@@ -1,0 +1,35 @@
+// The memory plan of a session: every byte the runtime will hold, computed before anything is allocated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/hparams.h"
+
+namespace pocket {
+
+struct SessionShape {
+  int64_t n_ctx = 0;      // KV cache positions
+  int64_t n_batch = 0;    // rows processed per forward pass (prefill chunk)
+  int64_t n_threads = 1;
+  int64_t n_logit_rows = 1;  // rows whose logits can be requested at once
+};
+
+struct MemoryPlan {
+  uint64_t weights = 0;      // mapped package bytes (file-backed, shared between sessions)
+  uint64_t kv_cache = 0;     // [2][n_layers][n_ctx][n_kv_heads * head_dim] f32
+  uint64_t activations = 0;  // per-pass scratch: residual, norms, q/k/v, attention, FFN
+  uint64_t logits = 0;       // [n_logit_rows][n_vocab] f32 plus the sampler's candidates
+  uint64_t session_total() const { return kv_cache + activations + logits; }
+  uint64_t total() const { return weights + session_total(); }
+  std::string to_string() const;
+};
+
+// Exact sizes of every buffer a Session allocates for this shape (the Session allocates from this plan).
+struct ScratchSizes {
+  int64_t x, xb, xb2, q, k, v, hb, hb2, att, row_buf, logits, candidates;  // in floats (candidates: entries)
+};
+ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s);
+MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes);
+
+}  // namespace pocket

@@ -1,0 +1,191 @@
+// The Llama-family forward pass, top to bottom: embedding, then per layer RMSNorm → q/k/v (+bias, +q/k
+// norm) → RoPE → causal grouped-query attention over the KV cache → output projection → residual, RMSNorm →
+// SwiGLU MLP → residual; final RMSNorm and the LM head for the rows whose logits are needed.
+#include "model/transformer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ref/ops_ref.h"
+#include "model/matmul.h"
+
+namespace pocket {
+
+Transformer::Transformer(std::shared_ptr<const Model> m, const SessionShape& s, ThreadPool* p)
+    : model_(std::move(m)), shape_(s), pool_(p) {}
+
+Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const Model> model, const SessionShape& in,
+                                                           ThreadPool* pool, uint64_t mem_budget_bytes) {
+  const HParams& h = model->hparams();
+  SessionShape s = in;
+  if (s.n_ctx <= 0) s.n_ctx = model->config().context_length;
+  if (s.n_ctx > h.n_ctx_train) {
+    return invalid_argument("[session] context " + std::to_string(s.n_ctx) + " exceeds the model's trained context " +
+                            std::to_string(h.n_ctx_train));
+  }
+  if (s.n_batch <= 0) s.n_batch = std::min<int64_t>(s.n_ctx, 512);
+  s.n_batch = std::min(s.n_batch, s.n_ctx);
+  if (s.n_logit_rows <= 0) s.n_logit_rows = 1;
+  s.n_logit_rows = std::min(s.n_logit_rows, s.n_batch);
+  s.n_threads = pool->n_threads();
+  const MemoryPlan plan = make_memory_plan(h, s, model->package().file_size());
+  if (mem_budget_bytes > 0 && plan.total() > mem_budget_bytes) {
+    return Status(ErrorCode::kOutOfMemory, "[session] the memory plan needs " + std::to_string(plan.total() >> 20) +
+                                               " MiB, over the budget of " + std::to_string(mem_budget_bytes >> 20) +
+                                               " MiB:\n" + plan.to_string());
+  }
+  std::unique_ptr<Transformer> t(new Transformer(std::move(model), s, pool));
+  t->plan_ = plan;
+  const ScratchSizes z = scratch_sizes(h, s);
+  const size_t kv = static_cast<size_t>(h.n_layers * s.n_ctx * h.kv_dim());
+  t->k_cache_.assign(kv, 0.0f);
+  t->v_cache_.assign(kv, 0.0f);
+  auto sz = [](int64_t v) { return static_cast<size_t>(v); };
+  t->x_.assign(sz(z.x), 0.0f);
+  t->xb_.assign(sz(z.xb), 0.0f);
+  t->xb2_.assign(sz(z.xb2), 0.0f);
+  t->q_.assign(sz(z.q), 0.0f);
+  t->k_.assign(sz(z.k), 0.0f);
+  t->v_.assign(sz(z.v), 0.0f);
+  t->hb_.assign(sz(z.hb), 0.0f);
+  t->hb2_.assign(sz(z.hb2), 0.0f);
+  t->att_.assign(sz(z.att), 0.0f);
+  t->row_buf_.assign(sz(z.row_buf), 0.0f);
+  t->logits_.assign(sz(z.logits), 0.0f);
+  return t;
+}
+
+void Transformer::truncate(int64_t n) {
+  if (n >= 0 && n < n_past_) n_past_ = n;
+}
+
+Status Transformer::forward(std::span<const int32_t> tokens, bool all_logits, const std::atomic<bool>* cancel) {
+  const HParams& h = model_->hparams();
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return invalid_argument("[forward] no tokens to evaluate");
+  if (n_past_ + n > shape_.n_ctx) {
+    return Status(ErrorCode::kContextExceeded, "[forward] " + std::to_string(n_past_) + " cached + " + std::to_string(n) +
+                                                   " new tokens exceed the context of " + std::to_string(shape_.n_ctx));
+  }
+  if (all_logits && n > shape_.n_logit_rows) {
+    return invalid_argument("[forward] logits for " + std::to_string(n) + " rows requested, the session holds " +
+                            std::to_string(shape_.n_logit_rows));
+  }
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= h.n_vocab) {
+      return invalid_argument("[forward] token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                              std::to_string(h.n_vocab - 1) + ")");
+    }
+  }
+  const int64_t start = n_past_;
+  for (int64_t done = 0; done < n;) {
+    const int64_t m = std::min(shape_.n_batch, n - done);
+    const bool last = done + m == n;
+    float* out = nullptr;
+    if (all_logits) out = mutable_logits(done);
+    else if (last) out = mutable_logits(0);
+    Status st = forward_chunk(tokens.data() + done, m, out, all_logits, cancel);
+    if (!st.is_ok()) {
+      n_past_ = start;
+      return st;
+    }
+    n_past_ += m;
+    done += m;
+  }
+  return Status::ok();
+}
+
+Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logits_out, bool all_logits,
+                                  const std::atomic<bool>* cancel) {
+  const HParams& h = model_->hparams();
+  const ModelWeights& w = model_->weights();
+  ThreadPool& pool = *pool_;
+  const int64_t d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), hd = h.head_dim;
+  const int64_t rb_stride = static_cast<int64_t>(row_buf_.size()) / shape_.n_threads;
+  float* x = x_.data();
+  float* xb = xb_.data();
+  float* rb = row_buf_.data();
+
+  for (int64_t i = 0; i < m; ++i) weight_row_to_f32(x + i * d, w.token_embd, tokens[i]);
+
+  for (int64_t l = 0; l < h.n_layers; ++l) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return Status(ErrorCode::kCancelled, "[forward] cancelled");
+    }
+    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    for (int64_t i = 0; i < m; ++i) ref::rmsnorm(xb + i * d, x + i * d, L.attn_norm.f32(), d, h.norm_eps);
+    matmul(pool, q_.data(), xb, m, L.wq, rb, rb_stride);
+    matmul(pool, k_.data(), xb, m, L.wk, rb, rb_stride);
+    matmul(pool, v_.data(), xb, m, L.wv, rb, rb_stride);
+    for (int64_t i = 0; i < m; ++i) {
+      float* qi = q_.data() + i * qd;
+      float* ki = k_.data() + i * kvd;
+      float* vi = v_.data() + i * kvd;
+      if (h.qkv_bias) {
+        for (int64_t j = 0; j < qd; ++j) qi[j] += L.bq.f32()[j];
+        for (int64_t j = 0; j < kvd; ++j) ki[j] += L.bk.f32()[j];
+        for (int64_t j = 0; j < kvd; ++j) vi[j] += L.bv.f32()[j];
+      }
+      if (h.qk_norm) {
+        for (int64_t hh = 0; hh < h.n_heads; ++hh) ref::rmsnorm(qi + hh * hd, qi + hh * hd, L.q_norm.f32(), hd, h.norm_eps);
+        for (int64_t hh = 0; hh < h.n_kv_heads; ++hh) ref::rmsnorm(ki + hh * hd, ki + hh * hd, L.k_norm.f32(), hd, h.norm_eps);
+      }
+      const int64_t pos = n_past_ + i;
+      auto rope = h.rope_style == RopeStyle::kNeox ? ref::rope_neox : ref::rope_interleaved;
+      for (int64_t hh = 0; hh < h.n_heads; ++hh) rope(qi + hh * hd, hd, pos, h.rope_theta);
+      for (int64_t hh = 0; hh < h.n_kv_heads; ++hh) rope(ki + hh * hd, hd, pos, h.rope_theta);
+      const size_t at = static_cast<size_t>((l * shape_.n_ctx + pos) * kvd);
+      std::memcpy(k_cache_.data() + at, ki, sizeof(float) * kvd);
+      std::memcpy(v_cache_.data() + at, vi, sizeof(float) * kvd);
+    }
+    attention(l, m);  // -> xb2 [m, q_dim]
+    matmul(pool, xb, xb2_.data(), m, L.wo, rb, rb_stride);
+    for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
+
+    for (int64_t i = 0; i < m; ++i) ref::rmsnorm(xb + i * d, x + i * d, L.ffn_norm.f32(), d, h.norm_eps);
+    matmul(pool, hb_.data(), xb, m, L.w_gate, rb, rb_stride);
+    matmul(pool, hb2_.data(), xb, m, L.w_up, rb, rb_stride);
+    ref::swiglu(hb_.data(), hb2_.data(), m * h.n_ff);
+    matmul(pool, xb, hb_.data(), m, L.w_down, rb, rb_stride);
+    for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
+  }
+
+  if (logits_out == nullptr) return Status::ok();
+  // The LM head runs only for the rows whose logits are wanted.
+  const int64_t first = all_logits ? 0 : m - 1;
+  const int64_t rows = m - first;
+  for (int64_t i = 0; i < rows; ++i) {
+    ref::rmsnorm(xb + i * d, x + (first + i) * d, w.output_norm.f32(), d, h.norm_eps);
+  }
+  matmul(pool, logits_out, xb, rows, w.output, rb, rb_stride);
+  return Status::ok();
+}
+
+void Transformer::attention(int64_t layer, int64_t m) {
+  const HParams& h = model_->hparams();
+  const int64_t hd = h.head_dim, qd = h.q_dim(), kvd = h.kv_dim();
+  const int64_t group = h.n_heads / h.n_kv_heads;
+  const float sqrt_hd = std::sqrt(static_cast<float>(hd));
+  const float* kc = k_cache_.data() + layer * shape_.n_ctx * kvd;
+  const float* vc = v_cache_.data() + layer * shape_.n_ctx * kvd;
+  pool_->run(m * h.n_heads, [&](int64_t b, int64_t e, int t) {
+    float* att = att_.data() + t * shape_.n_ctx;
+    for (int64_t job = b; job < e; ++job) {
+      const int64_t i = job / h.n_heads, hh = job % h.n_heads;
+      const int64_t pos = n_past_ + i;
+      const int64_t kvh = hh / group;
+      const float* q = q_.data() + i * qd + hh * hd;
+      for (int64_t tt = 0; tt <= pos; ++tt) att[tt] = ref::dot_f32(q, kc + tt * kvd + kvh * hd, hd) / sqrt_hd;
+      ref::softmax(att, pos + 1);
+      float* out = xb2_.data() + i * qd + hh * hd;
+      std::memset(out, 0, sizeof(float) * hd);
+      for (int64_t tt = 0; tt <= pos; ++tt) {
+        const float a = att[tt];
+        const float* v = vc + tt * kvd + kvh * hd;
+        for (int64_t j = 0; j < hd; ++j) out[j] += a * v[j];
+      }
+    }
+  });
+}
+
+}  // namespace pocket

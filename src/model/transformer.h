@@ -1,0 +1,64 @@
+// Transformer: one session's forward-pass state over a shared Model — the KV cache and every scratch
+// buffer, all allocated once at creation from the memory plan. forward() allocates nothing.
+// Not thread-safe: one Transformer per session; many may share one Model.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/memory_plan.h"
+#include "model/model.h"
+
+namespace pocket {
+
+class Transformer {
+ public:
+  // Fails with kOutOfMemory before allocating when the plan exceeds `mem_budget_bytes` (0 = no budget).
+  static Expected<std::unique_ptr<Transformer>> create(std::shared_ptr<const Model> model, const SessionShape& shape,
+                                                       ThreadPool* pool, uint64_t mem_budget_bytes = 0);
+
+  // Runs `tokens` at positions n_past() .. n_past() + n - 1 and appends them to the KV cache. Logits are
+  // computed for every row when `all_logits` (n <= n_logit_rows) or for the last row only; prompts longer
+  // than n_batch run in chunks of n_batch rows. On error (context exceeded, cancellation, bad token id)
+  // the cache is left at its previous length, so the session stays usable.
+  Status forward(std::span<const int32_t> tokens, bool all_logits, const std::atomic<bool>* cancel = nullptr);
+
+  // Logits of row `i` of the last forward (row 0 when only the last row was computed). [n_vocab] f32.
+  const float* logits(int64_t i = 0) const { return logits_.data() + i * model_->hparams().n_vocab; }
+  float* mutable_logits(int64_t i = 0) { return logits_.data() + i * model_->hparams().n_vocab; }
+
+  int64_t n_past() const { return n_past_; }
+  int64_t n_ctx() const { return shape_.n_ctx; }
+  // Forgets every position >= n (speculative rollback, edits). n must be <= n_past().
+  void truncate(int64_t n);
+
+  const Model& model() const { return *model_; }
+  const SessionShape& shape() const { return shape_; }
+  const MemoryPlan& plan() const { return plan_; }
+
+ private:
+  Transformer(std::shared_ptr<const Model> m, const SessionShape& s, ThreadPool* p);
+  Status forward_chunk(const int32_t* tokens, int64_t m, float* logits_out, bool all_logits,
+                       const std::atomic<bool>* cancel);
+  void attention(int64_t layer, int64_t m);
+
+  std::shared_ptr<const Model> model_;
+  SessionShape shape_;
+  ThreadPool* pool_;
+  MemoryPlan plan_;
+  int64_t n_past_ = 0;
+  // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32.
+  std::vector<float> k_cache_, v_cache_;
+  // Scratch, sized by scratch_sizes(): row-major [n_batch, width] activations.
+  std::vector<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_;
+  std::vector<float> att_;      // [n_threads][n_ctx] attention scores
+  std::vector<float> row_buf_;  // [n_threads][max width] dequantised weight rows
+  std::vector<float> logits_;   // [n_logit_rows][n_vocab]
+};
+
+}  // namespace pocket

@@ -1,0 +1,58 @@
+// Byte layouts of pocket's quantised blocks (weights in the package, int8 activations at run time).
+// Sizes are normative (format/dtype.h); every struct is packed to exactly those bytes, little-endian.
+#pragma once
+
+#include <cstdint>
+
+namespace pocket::quant {
+
+// Q8G32: x[i] = d * q[i], q in [-127, 127]. 34 bytes.
+struct BlockQ8G32 {
+  uint16_t d;  // f16 scale = absmax / 127
+  int8_t q[32];
+};
+
+// Q4G32: x[i] = d * (u[i] - 8), u in [0, 15]. 18 bytes.
+// Nibble order: byte j (0..15) holds element j in its low nibble and element j + 16 in its high nibble, so
+// one 16-byte load gives elements 0..15 by masking and 16..31 by shifting (cheap on AVX2 and NEON).
+struct BlockQ4G32 {
+  uint16_t d;  // f16 scale = v / -8 where v is the element of largest magnitude (v maps to q = -8 exactly)
+  uint8_t q[16];
+};
+
+// Q4G64: x[i] = d * (u[i] - 8). 34 bytes. Byte j (0..31): element j low nibble, element j + 32 high nibble,
+// so one 32-byte load gives elements 0..31 (mask) and 32..63 (shift).
+struct BlockQ4G64 {
+  uint16_t d;
+  uint8_t q[32];
+};
+
+// Q4G32A: x[i] = d * u[i] + m, u in [0, 15]. 20 bytes. Nibble order as BlockQ4G32.
+struct BlockQ4G32A {
+  uint16_t d;  // f16 (max - min) / 15
+  uint16_t m;  // f16 min
+  uint8_t q[16];
+};
+
+// Activations quantised for the integer dot products: x[i] ~= d * q[i], q in [-127, 127].
+// s = d * sum(q) lets the kernels fold the +8 offset of Q4 and the min of Q4G32A into one multiply-add
+// per block. Elements past the end of a row are q = 0. 40 bytes; never stored in a file.
+struct ActBlock {
+  float d;  // absmax / 127 (0 for an all-zero block)
+  float s;  // d * sum(q), computed as float(sum) * d
+  int8_t q[32];
+};
+
+inline constexpr int64_t kActGroup = 32;  // elements per ActBlock
+
+static_assert(sizeof(BlockQ8G32) == 34);
+static_assert(sizeof(BlockQ4G32) == 18);
+static_assert(sizeof(BlockQ4G64) == 34);
+static_assert(sizeof(BlockQ4G32A) == 20);
+static_assert(sizeof(ActBlock) == 40);
+static_assert(alignof(BlockQ8G32) == 2 && alignof(BlockQ4G32A) == 2);
+
+// Activation blocks for a row of n elements.
+inline constexpr int64_t act_blocks(int64_t n) { return (n + kActGroup - 1) / kActGroup; }
+
+}  // namespace pocket::quant

@@ -1,0 +1,120 @@
+/* The C API used from C: load, tokenize, detokenize, generate with a callback, cancellation, errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pocket/pocket.h"
+
+static int failures = 0;
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                       \
+    }                                                                   \
+  } while (0)
+
+typedef struct {
+  char text[4096];
+  size_t len;
+  int n_tokens;
+  int stop_after;
+  pocket_session* cancel_session;
+} collect;
+
+static int32_t on_token(void* user_data, int32_t token, const char* text, size_t len) {
+  collect* c = (collect*)user_data;
+  (void)token;
+  if (c->len + len < sizeof c->text) {
+    memcpy(c->text + c->len, text, len);
+    c->len += len;
+  }
+  c->n_tokens++;
+  if (c->cancel_session != NULL && c->n_tokens == 3) pocket_session_cancel(c->cancel_session);
+  return c->stop_after == 0 || c->n_tokens < c->stop_after;
+}
+
+int main(int argc, char** argv) {
+  const char* model_path = argc > 1 ? argv[1] : getenv("POCKET_TEST_MODEL");
+  pocket_model* model = NULL;
+
+  /* Errors: NULL arguments and a missing file, with a message. */
+  CHECK(pocket_model_load(NULL, &model) == POCKET_ERR_INVALID_ARGUMENT);
+  CHECK(model == NULL);
+  CHECK(pocket_model_load("/nonexistent/model.pocket", &model) == POCKET_ERR_IO);
+  CHECK(strstr(pocket_last_error(), "nonexistent") != NULL);
+  CHECK(strcmp(pocket_status_name(POCKET_ERR_CORRUPT_FILE), "corrupt file") == 0);
+  pocket_model_free(NULL);
+  pocket_session_free(NULL);
+
+  if (model_path == NULL) {
+    printf("c_api_test: no model given (argument or POCKET_TEST_MODEL); skipping the model checks\n");
+    return failures == 0 ? 0 : 1;
+  }
+  CHECK(pocket_model_load(model_path, &model) == POCKET_OK);
+  if (model == NULL) {
+    fprintf(stderr, "cannot load %s: %s\n", model_path, pocket_last_error());
+    return 1;
+  }
+  CHECK(pocket_model_n_vocab(model) > 0);
+
+  /* Tokenize: size query, then fill; round trip through detokenize. */
+  const char* text = "Once upon a time";
+  size_t n = 0;
+  CHECK(pocket_tokenize(model, text, strlen(text), 1, 0, NULL, 0, &n) == POCKET_ERR_BUFFER_TOO_SMALL);
+  CHECK(n > 1);
+  int32_t ids[64];
+  CHECK(pocket_tokenize(model, text, strlen(text), 1, 0, ids, 64, &n) == POCKET_OK);
+  CHECK(ids[0] == pocket_model_bos(model));
+  char out[256];
+  size_t nb = 0;
+  CHECK(pocket_detokenize(model, ids + 1, n - 1, out, sizeof out, &nb) == POCKET_OK);
+  CHECK(nb >= strlen(text));
+  int32_t bad = 1 << 30;
+  CHECK(pocket_detokenize(model, &bad, 1, out, sizeof out, &nb) == POCKET_ERR_INVALID_ARGUMENT);
+
+  /* Sessions: a budget that cannot be met is refused; a normal one generates. */
+  pocket_session_params sp = pocket_session_default_params();
+  sp.mem_budget_bytes = 1;
+  pocket_session* session = NULL;
+  CHECK(pocket_session_create(model, &sp, &session) == POCKET_ERR_OUT_OF_MEMORY);
+  CHECK(session == NULL);
+  sp = pocket_session_default_params();
+  sp.n_threads = 2;
+  CHECK(pocket_session_create(model, &sp, &session) == POCKET_OK);
+
+  pocket_generate_params gp = pocket_generate_default_params();
+  gp.n_predict = 20;
+  collect c;
+  memset(&c, 0, sizeof c);
+  pocket_generate_stats stats;
+  CHECK(pocket_generate(session, text, strlen(text), &gp, on_token, &c, &stats) == POCKET_OK);
+  CHECK(stats.n_generated == c.n_tokens);
+  CHECK(c.n_tokens > 0 && c.n_tokens <= 20);
+  CHECK(c.len > 0);
+
+  /* Bad parameters are rejected, and the session keeps working. */
+  gp.temperature = -1.0f;
+  CHECK(pocket_generate(session, text, strlen(text), &gp, NULL, NULL, NULL) == POCKET_ERR_INVALID_ARGUMENT);
+  gp.temperature = 0.0f;
+
+  /* Cancellation from the callback: the call returns CANCELLED, the session is reusable. */
+  CHECK(pocket_session_reset(session) == POCKET_OK);
+  collect c2;
+  memset(&c2, 0, sizeof c2);
+  c2.cancel_session = session;
+  gp.n_predict = 50;
+  CHECK(pocket_generate(session, text, strlen(text), &gp, on_token, &c2, NULL) == POCKET_ERR_CANCELLED);
+  CHECK(c2.n_tokens == 3);
+  CHECK(pocket_session_reset(session) == POCKET_OK);
+  collect c3;
+  memset(&c3, 0, sizeof c3);
+  gp.n_predict = 20;
+  CHECK(pocket_generate(session, text, strlen(text), &gp, on_token, &c3, NULL) == POCKET_OK);
+  CHECK(c3.len == c.len && memcmp(c3.text, c.text, c.len) == 0); /* greedy: same text as the first run */
+
+  pocket_session_free(session);
+  pocket_model_free(model);
+  if (failures == 0) printf("c_api_test: all checks passed\n");
+  return failures == 0 ? 0 : 1;
+}

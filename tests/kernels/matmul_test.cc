@@ -1,0 +1,198 @@
+// Every table's matmuls against the scalar reference (and the reference against a double-precision dot of
+// the dequantised operands), on random shapes with ragged tails: n not a multiple of 32 or 64, rows not a
+// multiple of any register tile, m from 1 to beyond a tile.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+#include "quant/quantize.h"
+
+namespace pocket::kernels {
+namespace {
+
+std::vector<float> random_vec(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+struct Problem {
+  DType t;
+  int64_t rows, n, m;
+  std::vector<uint8_t> w;
+  std::vector<float> x;
+  std::vector<ActBlock> xq;
+  std::vector<double> exact;   // [m, rows] sum_k Wdeq[r, k] * Xdeq[i, k] in double
+  std::vector<double> abs_sum;  // [m, rows] sum_k |Wdeq[r, k] * Xdeq[i, k]| (Q4G32A: (|d u| + |m|) |a|)
+};
+
+Problem make(DType t, int64_t rows, int64_t n, int64_t m, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Problem p{t, rows, n, m, {}, random_vec(m * n, rng), {}, {}, {}};
+  const auto wf = random_vec(rows * n, rng);
+  const uint64_t shape[2] = {static_cast<uint64_t>(rows), static_cast<uint64_t>(n)};
+  p.w.resize(*tensor_bytes(t, shape));
+  EXPECT_TRUE(quant::quantize_tensor(t, wf.data(), rows, n, p.w).is_ok());
+  const bool quantised = quant::is_quantised(t);
+  const int64_t nb = quant::act_blocks(n);
+  p.xq.resize(static_cast<size_t>(m * nb));
+  for (int64_t i = 0; i < m; ++i) quant::quantize_act_row_ref(p.xq.data() + i * nb, p.x.data() + i * n, n);
+  std::vector<float> wd(static_cast<size_t>(n)), wa(static_cast<size_t>(n)), xd(static_cast<size_t>(n));
+  p.exact.assign(static_cast<size_t>(m * rows), 0.0);
+  p.abs_sum.assign(static_cast<size_t>(m * rows), 0.0);
+  const uint64_t rb = *row_bytes(t, static_cast<uint64_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_TRUE(quant::dequantize_row(t, p.w, rows, n, r, wd.data()).is_ok());
+    for (int64_t k = 0; k < n; ++k) wa[k] = std::fabs(wd[k]);
+    if (t == DType::kQ4G32A) {
+      const auto* b = reinterpret_cast<const quant::BlockQ4G32A*>(p.w.data() + r * rb);
+      for (int64_t k = 0; k < n; ++k) {
+        const float d = f16_to_f32(b[k / 32].d), mn = f16_to_f32(b[k / 32].m);
+        wa[k] = std::fabs(wd[k] - mn) + std::fabs(mn);
+        (void)d;
+      }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t k = 0; k < n; ++k) {
+        const ActBlock& a = p.xq[i * nb + k / 32];
+        xd[k] = quantised ? a.d * a.q[k % 32] : p.x[i * n + k];
+      }
+      double s = 0.0, sa = 0.0;
+      for (int64_t k = 0; k < n; ++k) {
+        s += static_cast<double>(wd[k]) * xd[k];
+        sa += std::fabs(static_cast<double>(wa[k]) * xd[k]);
+      }
+      p.exact[i * rows + r] = s;
+      p.abs_sum[i * rows + r] = sa;
+    }
+  }
+  return p;
+}
+
+std::vector<float> run_table(const KernelTable& k, const Problem& p, int64_t r0, int64_t r1) {
+  std::vector<float> y(static_cast<size_t>(p.m * p.rows), NAN);
+  switch (p.t) {
+    case DType::kF32: k.matmul_f32(y.data(), p.rows, p.w.data(), p.x.data(), p.m, p.n, r0, r1); break;
+    case DType::kF16: k.matmul_f16(y.data(), p.rows, p.w.data(), p.x.data(), p.m, p.n, r0, r1); break;
+    case DType::kQ8G32: k.matmul_q8g32(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
+    case DType::kQ4G32: k.matmul_q4g32(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
+    case DType::kQ4G64: k.matmul_q4g64(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
+    case DType::kQ4G32A: k.matmul_q4g32a(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
+    default: ADD_FAILURE();
+  }
+  return y;
+}
+
+// Tolerance. Integer block dot products are exact in every implementation, so implementations differ only
+// in the order and grouping of float operations: per block a product of two scales and one multiply-add,
+// then a sum over nb blocks (SIMD: 8 lane partial sums, then a horizontal sum; F32/F16: n / 8 lane terms).
+// Each rounding is at most 2^-24 relative of a partial sum bounded by sum |terms| <= abs_sum, and a sum of
+// N terms has at most N + O(1) roundings, so |difference| <= (N + 8) * 2^-23 * abs_sum covers both sides.
+double tolerance(const Problem& p, int64_t idx) {
+  const double terms = quant::is_quantised(p.t) ? static_cast<double>(quant::act_blocks(p.n)) : p.n / 8.0 + 8.0;
+  return (terms + 8.0) * 0x1p-23 * p.abs_sum[idx] + 1e-30;
+}
+
+const DType kTypes[] = {DType::kQ8G32, DType::kQ4G32, DType::kQ4G64, DType::kQ4G32A, DType::kF32, DType::kF16};
+
+struct Shape {
+  int64_t rows, n, m;
+};
+const Shape kShapes[] = {{1, 32, 1},   {5, 172, 1},   {37, 64, 1},   {67, 172, 3},  {9, 1000, 5},
+                         {16, 96, 8},   {13, 33, 13},  {40, 256, 2},  {7, 2816, 4},  {33, 1024, 17}};
+
+TEST(Matmul, RefMatchesDoublePrecisionDot) {
+  uint32_t seed = 1;
+  for (DType t : kTypes) {
+    for (const Shape& s : kShapes) {
+      const Problem p = make(t, s.rows, s.n, s.m, seed++);
+      const auto y = run_table(available(0), p, 0, p.rows);
+      for (int64_t idx = 0; idx < p.m * p.rows; ++idx) {
+        // the reference rounds each block's scale product and term (a few roundings), plus nb additions
+        ASSERT_NEAR(y[idx], p.exact[idx], tolerance(p, idx) + 4 * 0x1p-23 * p.abs_sum[idx])
+            << dtype_name(t) << " rows " << s.rows << " n " << s.n << " m " << s.m << " idx " << idx;
+      }
+    }
+  }
+}
+
+TEST(Matmul, EveryTableMatchesRef) {
+  uint32_t seed = 100;
+  for (int ti = 1; ti < n_available(); ++ti) {
+    const KernelTable& k = available(ti);
+    for (DType t : kTypes) {
+      for (const Shape& s : kShapes) {
+        const Problem p = make(t, s.rows, s.n, s.m, seed++);
+        const auto want = run_table(available(0), p, 0, p.rows);
+        const auto got = run_table(k, p, 0, p.rows);
+        for (int64_t idx = 0; idx < p.m * p.rows; ++idx) {
+          ASSERT_NEAR(got[idx], want[idx], tolerance(p, idx))
+              << k.name << " " << dtype_name(t) << " rows " << s.rows << " n " << s.n << " m " << s.m
+              << " idx " << idx;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, RowRangeWritesOnlyItsRows) {
+  for (int ti = 0; ti < n_available(); ++ti) {
+    for (DType t : kTypes) {
+      const Problem p = make(t, 23, 172, 3, 7);
+      const auto y = run_table(available(ti), p, 5, 18);
+      for (int64_t i = 0; i < p.m; ++i) {
+        for (int64_t r = 0; r < p.rows; ++r) {
+          EXPECT_EQ(std::isnan(y[i * p.rows + r]), r < 5 || r >= 18) << available(ti).name << " " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, PoolWrapperMatchesSingleThread) {
+  ThreadPool pool(3);
+  for (DType t : kTypes) {
+    const Problem p = make(t, 131, 172, 6, 11);
+    std::vector<float> y(static_cast<size_t>(p.m * p.rows));
+    std::vector<ActBlock> scratch(p.xq.size());
+    matmul(pool, y.data(), MatrixView{p.w.data(), t, p.rows, p.n}, p.x.data(), scratch.data(), p.m);
+    const auto want = run_table(active(), p, 0, p.rows);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << dtype_name(t) << " " << i;
+  }
+}
+
+TEST(ActQuant, EveryTableBitIdenticalToRef) {
+  std::mt19937 rng(3);
+  for (int64_t n : {1, 31, 32, 33, 172, 1024, 2816}) {
+    auto x = random_vec(n, rng);
+    if (n > 4) x[3] = 0.0f, x[4] = -x[2];
+    const int64_t nb = quant::act_blocks(n);
+    std::vector<ActBlock> want(static_cast<size_t>(nb)), got(static_cast<size_t>(nb));
+    quant::quantize_act_row_ref(want.data(), x.data(), n);
+    for (int ti = 0; ti < n_available(); ++ti) {
+      available(ti).quantize_act(got.data(), x.data(), n);
+      for (int64_t b = 0; b < nb; ++b) {
+        EXPECT_EQ(got[b].d, want[b].d) << available(ti).name << " n " << n << " b " << b;
+        EXPECT_EQ(got[b].s, want[b].s) << available(ti).name << " n " << n << " b " << b;
+        for (int i = 0; i < 32; ++i) ASSERT_EQ(got[b].q[i], want[b].q[i]) << available(ti).name << " " << i;
+      }
+    }
+  }
+  // An all-zero row quantises to d = 0 and q = 0 everywhere.
+  std::vector<float> z(40, 0.0f);
+  std::vector<ActBlock> a(2);
+  for (int ti = 0; ti < n_available(); ++ti) {
+    available(ti).quantize_act(a.data(), z.data(), 40);
+    EXPECT_EQ(a[0].d, 0.0f);
+    EXPECT_EQ(a[1].s, 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace pocket::kernels

@@ -1,0 +1,118 @@
+// `pocket run`: load a package, generate from a prompt, stream the text, report counts and speed.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "commands.h"
+#include "core/process_memory.h"
+#include "generate/session.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string model, prompt, prompt_file;
+  int n_predict = 128;
+  int threads = 0;
+  int64_t ctx = 0;
+  float temp = NAN, top_p = NAN, min_p = NAN, repeat_penalty = NAN;
+  int top_k = -1000000, repeat_last_n = -1000000;
+  uint64_t seed = 0;
+  double mem_budget_mb = 0;
+  bool no_bos = false, special = false, ignore_eos = false;
+};
+
+int run(const RunArgs& a) {
+  std::string prompt = a.prompt;
+  if (!a.prompt_file.empty()) {
+    std::ifstream in(a.prompt_file, std::ios::binary);
+    if (!in) return report("run", io_error("[run] cannot read prompt file '" + a.prompt_file + "'"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    prompt = ss.str();
+  }
+  const MemoryReading before = read_process_memory();
+  auto model = Model::load(a.model);
+  if (!model) return report("run", model.status());
+  SessionOptions so;
+  so.n_ctx = a.ctx;
+  so.n_threads = a.threads;
+  so.mem_budget_bytes = static_cast<uint64_t>(a.mem_budget_mb * 1024.0 * 1024.0);
+  auto session = Session::create(*model, so);
+  if (!session) return report("run", session.status());
+
+  const auto& def = (*model)->config().sampling;
+  GenerateOptions go;
+  go.n_predict = a.n_predict;
+  go.add_bos = !a.no_bos;
+  go.parse_special = a.special;
+  go.stop_at_eos = !a.ignore_eos;
+  SamplingParams& sp = go.sampling;
+  sp.temperature = std::isnan(a.temp) ? def.temperature : a.temp;
+  sp.top_k = a.top_k == -1000000 ? def.top_k : a.top_k;
+  sp.top_p = std::isnan(a.top_p) ? def.top_p : a.top_p;
+  sp.min_p = std::isnan(a.min_p) ? def.min_p : a.min_p;
+  sp.repeat_penalty = std::isnan(a.repeat_penalty) ? def.repeat_penalty : a.repeat_penalty;
+  sp.repeat_last_n = a.repeat_last_n == -1000000 ? def.repeat_last_n : a.repeat_last_n;
+  sp.seed = a.seed;
+
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fflush(stdout);
+  GenerateStats stats;
+  Status st = (*session)->generate(
+      prompt, go,
+      [](int32_t, std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      },
+      nullptr, &stats);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!st.is_ok()) return report("run", st);
+  const MemoryReading after = read_process_memory();
+  const uint64_t peak_increase = after.peak_rss_bytes > before.rss_bytes ? after.peak_rss_bytes - before.rss_bytes : 0;
+  std::fprintf(stderr,
+               "\npocket run: prompt %lld tokens, generated %lld tokens | prefill %.2f tok/s, decode %.2f tok/s | "
+               "%d threads | package %s | peak memory increase %s\n",
+               static_cast<long long>(stats.n_prompt), static_cast<long long>(stats.n_generated), stats.prefill_tps(),
+               stats.decode_tps(), (*session)->n_threads(), format_bytes((*model)->package().file_size()).c_str(),
+               format_bytes(peak_increase).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* c = app.add_subcommand("run", "Generate text from a prompt");
+  c->add_option("-m,--model", a->model, "Model package (.pocket)")->required();
+  c->add_option("-p,--prompt", a->prompt, "Prompt text");
+  c->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
+  c->add_option("-n,--n-predict", a->n_predict, "Tokens to generate (-1: until a stop token or the context is full)");
+  c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
+  c->add_option("-c,--ctx-size", a->ctx, "Context length (default: the package's)");
+  c->add_option("--temp", a->temp, "Temperature (0 = greedy; default: the package's)");
+  c->add_option("--top-k", a->top_k, "Top-k (<= 0: off)");
+  c->add_option("--top-p", a->top_p, "Top-p (1: off)");
+  c->add_option("--min-p", a->min_p, "Min-p (0: off)");
+  c->add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (1: off)");
+  c->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repetition penalty looks back over");
+  c->add_option("-s,--seed", a->seed, "Random seed (same seed, same tokens)");
+  c->add_option("--mem-budget", a->mem_budget_mb, "Refuse a session whose memory plan exceeds this many MiB");
+  c->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
+  c->add_flag("--special", a->special, "Parse special-token text in the prompt");
+  c->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past stop tokens");
+  c->callback([a] {
+    if (a->prompt.empty() && a->prompt_file.empty()) {
+      std::fprintf(stderr, "pocket run: give a prompt with -p TEXT or -f FILE\n");
+      throw CLI::RuntimeError(2);
+    }
+    if (int rc = run(*a); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace pocket::cli

@@ -1,0 +1,28 @@
+// Registration of the `pocket` subcommands; each lives in its own cmd_<name>.cc.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "core/status.h"
+
+namespace pocket::cli {
+
+void register_run(CLI::App& app);
+void register_convert(CLI::App& app);
+void register_inspect(CLI::App& app);
+void register_verify(CLI::App& app);
+void register_synth(CLI::App& app);
+
+// Prints a failed Status to stderr as "pocket <cmd>: <error>" and returns the process exit code (1).
+int report(const char* cmd, const Status& st);
+// "12.34 MiB"
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace pocket::cli
+
+// Defined by subcommands written by other components when present (weak: absent in a lean build).
+namespace pocket {
+void register_tokenize(CLI::App& app) __attribute__((weak));
+}

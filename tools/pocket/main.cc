@@ -1,0 +1,37 @@
+// `pocket`: the command-line front end (llama.cpp's conventions where they exist).
+#include <cstdio>
+
+#include "commands.h"
+
+namespace pocket::cli {
+
+int report(const char* cmd, const Status& st) {
+  std::fprintf(stderr, "pocket %s: %s\n", cmd, st.to_string().c_str());
+  return 1;
+}
+
+std::string format_bytes(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace pocket::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"pocket: small language models on device"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "pocket 0.1.0");
+  pocket::cli::register_run(app);
+  pocket::cli::register_convert(app);
+  pocket::cli::register_inspect(app);
+  pocket::cli::register_verify(app);
+  pocket::cli::register_synth(app);
+  if (pocket::register_tokenize != nullptr) pocket::register_tokenize(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}
