@@ -50,7 +50,7 @@ int tokenize(const std::string& model, const std::string& text, bool ids_only, b
   if (!tok) return cli::report("tokenize", tok.status());
   std::string input = text;
   if (chat) {
-    const std::string tmpl = (*tok)->chat_template_name();
+    const std::string tmpl((*tok)->chat_template_name());
     const ChatMessage msg{"user", text};
     auto rendered = apply_chat_template(tmpl, std::span(&msg, 1), true);
     if (!rendered) return cli::report("tokenize", rendered.status());

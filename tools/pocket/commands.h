@@ -14,6 +14,8 @@ void register_convert(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_synth(CLI::App& app);
+void register_plan(CLI::App& app);
+void register_bench(CLI::App& app);
 
 // Prints a failed Status to stderr as "pocket <cmd>: <error>" and returns the process exit code (1).
 int report(const char* cmd, const Status& st);

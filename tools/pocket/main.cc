@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   pocket::cli::register_inspect(app);
   pocket::cli::register_verify(app);
   pocket::cli::register_synth(app);
+  pocket::cli::register_plan(app);
+  pocket::cli::register_bench(app);
   if (pocket::register_tokenize != nullptr) pocket::register_tokenize(app);
   try {
     app.parse(argc, argv);

@@ -58,6 +58,14 @@ inline void store(const QArgs& a, int64_t r, int64_t i, __m256 (&acc)[R][C]) {
   }
 }
 
+// Decode streams weights from DRAM with much arithmetic per cache line; the hardware prefetcher alone leaves
+// the core waiting (measured: 2.2 GB/s vs 6.3 GB/s plain reads on a loaded machine). Each (row, block)
+// prefetches the same offset kPrefetchRows rows ahead, i.e. a tile or two in the future.
+constexpr int64_t kPrefetchRows = 8;
+inline void prefetch(const void* p, int64_t row_bytes) {
+  _mm_prefetch(static_cast<const char*>(p) + kPrefetchRows * row_bytes, _MM_HINT_T0);
+}
+
 // Symmetric signed weights (Q8G32, Q4G32) over 32-element blocks: WLoad gives the signed bytes of a block.
 template <typename Block, typename WLoad>
 struct SymKernel {
@@ -75,6 +83,7 @@ struct SymKernel {
     for (int64_t b = 0; b < a.nb; ++b) {
 #pragma GCC unroll 8
       for (int k = 0; k < R; ++k) {
+        prefetch(&w[k][b], a.row_bytes);
         const __m256i ws = wload(w[k][b]);
         const __m256i wa = _mm256_sign_epi8(ws, ws);
         const __m256 dw = bcast_f16(&w[k][b].d);
@@ -126,6 +135,7 @@ struct Q4Gemv {
 #pragma GCC unroll 8
         for (int k = 0; k < R; ++k) {
           const auto* blk = reinterpret_cast<const BlockQ4G32*>(w[k]) + b;
+          prefetch(blk, a.row_bytes);
           acc[k] = pair(acc[k], unpack_nib16(blk->q), x[b], q, c16, bcast_f16(&blk->d));
         }
       }
@@ -141,6 +151,7 @@ struct Q4Gemv {
 #pragma GCC unroll 8
         for (int k = 0; k < R; ++k) {
           const auto* blk = reinterpret_cast<const BlockQ4G64*>(w[k]) + b;
+          prefetch(blk, a.row_bytes);
           const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->q));
           const __m256 dw = bcast_f16(&blk->d);
           acc[k] = pair(acc[k], _mm256_and_si256(raw, m4), x[2 * b], q0, c0, dw);
@@ -178,6 +189,7 @@ struct Q4G64Kernel {
     for (int64_t b = 0; b < nw; ++b) {
 #pragma GCC unroll 8
       for (int k = 0; k < R; ++k) {
+        prefetch(&w[k][b], a.row_bytes);
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[k][b].q));
         const __m256 dw = bcast_f16(&w[k][b].d);
         half(k, _mm256_sub_epi8(_mm256_and_si256(raw, m4), e8), dw, 2 * b);
@@ -210,6 +222,7 @@ struct Q4G32AKernel {
     for (int64_t b = 0; b < a.nb; ++b) {
 #pragma GCC unroll 8
       for (int k = 0; k < R; ++k) {
+        prefetch(&w[k][b], a.row_bytes);
         const __m256i u = unpack_nib16(w[k][b].q);
         const __m256 dw = bcast_f16(&w[k][b].d);
 #pragma GCC unroll 8
@@ -250,6 +263,7 @@ struct FloatKernel {
     for (int64_t e = 0; e < n8; e += 8) {
 #pragma GCC unroll 8
       for (int k = 0; k < R; ++k) {
+        if (e % 32 == 0) prefetch(wr[k] + e * elem_bytes, n * elem_bytes);  // one per 64-128 bytes
         const __m256 wv = wload.vec(wr[k], e);
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) acc[k][c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (i + c) * n + e), acc[k][c]);

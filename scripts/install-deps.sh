@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs pocket's build and test dependencies from Debian's packages (only those missing).
+# Usage: scripts/install-deps.sh [--all]   (--all adds the training, cross-compilation and fuzzing tools)
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config
+      googletest libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libcli11-dev libxxhash-dev libpcre2-dev libutf8proc-dev)
+if [ "${1:-}" = "--all" ]; then
+  pkgs+=(clang libclang-rt-14-dev g++-aarch64-linux-gnu qemu-user-static
+         libtorch-dev libopenblas0-pthread gnuplot-nox nodejs npm)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

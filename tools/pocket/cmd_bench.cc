@@ -1,0 +1,213 @@
+// `pocket bench`: llama-bench's conventions — rows pp<P>, tg<N>, pp<P>+tg<N> (and tg<N> at depth D), one
+// warm-up then r runs, median and mean ± sd tokens/s — plus the measured peak memory increase, the decode
+// roofline from a bandwidth probe run in the same process, and energy per typical call. Markdown or JSON.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "commands.h"
+#include "core/bandwidth_probe.h"
+#include "core/process_memory.h"
+#include "energy_model.h"
+#include "model/transformer.h"
+#include "sampling/rng.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string model, output = "md";
+  int n_prompt = 512, n_gen = 128, reps = 5, threads = 0, depth = 0;
+  bool no_probe = false;
+};
+
+struct Row {
+  std::string test;
+  int64_t n_tokens = 0;
+  std::vector<double> tps;
+  double median() const {
+    std::vector<double> v = tps;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+  }
+  double mean() const {
+    double s = 0;
+    for (double x : tps) s += x;
+    return tps.empty() ? 0.0 : s / tps.size();
+  }
+  double sd() const {
+    if (tps.size() < 2) return 0.0;
+    const double m = mean();
+    double s = 0;
+    for (double x : tps) s += (x - m) * (x - m);
+    return std::sqrt(s / (tps.size() - 1));
+  }
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int bench(const BenchArgs& a) {
+  if (a.n_prompt < 0 || a.n_gen < 0 || a.reps < 1 || a.depth < 0) {
+    return report("bench", invalid_argument("[bench] -p, -n and -d must be >= 0 and -r >= 1"));
+  }
+  const MemoryReading baseline = read_process_memory();
+  auto model = Model::load(a.model);
+  if (!model) return report("bench", model.status());
+  const HParams& h = (*model)->hparams();
+  const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
+  ThreadPool pool(threads);
+  SessionShape shape;
+  shape.n_ctx = std::max<int64_t>(1, std::max<int64_t>(a.n_prompt, a.depth) + a.n_gen);
+  shape.n_batch = std::min<int64_t>(512, std::max<int64_t>(1, a.n_prompt));
+  if (shape.n_ctx > h.n_ctx_train) {
+    return report("bench", invalid_argument("[bench] p + n = " + std::to_string(shape.n_ctx) +
+                                                " exceeds the model's context " + std::to_string(h.n_ctx_train)));
+  }
+  auto tf = Transformer::create(*model, shape, &pool);
+  if (!tf) return report("bench", tf.status());
+  Transformer& t = **tf;
+
+  Rng rng(1234);
+  std::vector<int32_t> tokens(static_cast<size_t>(shape.n_ctx));
+  for (auto& id : tokens) id = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(h.n_vocab));
+  auto run_pp = [&](int64_t n) -> double {
+    t.truncate(0);
+    const double t0 = now_s();
+    Status st = t.forward(std::span<const int32_t>(tokens.data(), static_cast<size_t>(n)), false);
+    if (!st.is_ok()) return -1;
+    return now_s() - t0;
+  };
+  auto run_tg = [&](int64_t n) -> double {
+    const double t0 = now_s();
+    for (int64_t i = 0; i < n; ++i) {
+      if (!t.forward(std::span<const int32_t>(tokens.data() + t.n_past(), 1), false).is_ok()) return -1;
+    }
+    return now_s() - t0;
+  };
+
+  std::vector<Row> rows;
+  auto measure = [&](const std::string& name, int64_t n_tokens, auto&& fn) {
+    Row r;
+    r.test = name;
+    r.n_tokens = n_tokens;
+    fn();  // warm-up
+    for (int i = 0; i < a.reps; ++i) {
+      const double s = fn();
+      if (s <= 0) return false;
+      r.tps.push_back(static_cast<double>(n_tokens) / s);
+    }
+    rows.push_back(r);
+    return true;
+  };
+  const std::string P = std::to_string(a.n_prompt), N = std::to_string(a.n_gen);
+  bool ok = true;
+  if (a.n_prompt > 0) ok &= measure("pp" + P, a.n_prompt, [&] { return run_pp(a.n_prompt); });
+  if (a.n_gen > 0) ok &= measure("tg" + N, a.n_gen, [&] {
+    t.truncate(0);
+    return run_tg(a.n_gen);
+  });
+  if (a.n_prompt > 0 && a.n_gen > 0) {
+    ok &= measure("pp" + P + "+tg" + N, a.n_prompt + a.n_gen, [&] {
+      const double s1 = run_pp(a.n_prompt);
+      const double s2 = run_tg(a.n_gen);
+      return s1 < 0 || s2 < 0 ? -1.0 : s1 + s2;
+    });
+  }
+  if (a.depth > 0 && a.n_gen > 0) {
+    ok &= measure("tg" + N + " @ d" + std::to_string(a.depth), a.n_gen, [&] {
+      if (run_pp(a.depth) < 0) return -1.0;
+      return run_tg(a.n_gen);
+    });
+  }
+  if (!ok) return report("bench", Status(ErrorCode::kInternal, "[bench] a forward pass failed"));
+  const MemoryReading after = read_process_memory();
+  const uint64_t peak_increase = after.peak_rss_bytes > baseline.rss_bytes ? after.peak_rss_bytes - baseline.rss_bytes : 0;
+
+  BandwidthResult bw;
+  if (!a.no_probe) bw = probe_read_bandwidth(pool);
+  const uint64_t bytes_per_token = (*model)->weight_bytes_per_token();
+  const double roofline = bw.gb_per_s > 0 ? bw.gb_per_s * 1e9 / static_cast<double>(bytes_per_token) : 0.0;
+  double pp_tps = 0, tg_tps = 0;
+  for (const auto& r : rows) {
+    if (r.test == "pp" + P) pp_tps = r.median();
+    if (r.test == "tg" + N) tg_tps = r.median();
+  }
+  const uint64_t kv_per_pos = 2ull * h.n_layers * h.kv_dim() * sizeof(float);
+  EnergyEstimate e = estimate_call_energy(pp_tps, tg_tps, threads, bytes_per_token, kv_per_pos, shape.n_batch);
+  const std::string type = (*model)->weight_type_label();
+  const double size_mib = static_cast<double>((*model)->package().file_size()) / (1024.0 * 1024.0);
+  const double params_m = static_cast<double>(h.n_params()) / 1e6;
+
+  if (a.output == "json") {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["model_name"] = h.name;
+    j["size_bytes"] = (*model)->package().file_size();
+    j["n_params"] = h.n_params();
+    j["type"] = type;
+    j["threads"] = threads;
+    j["repetitions"] = a.reps;
+    for (const auto& r : rows) {
+      j["rows"].push_back({{"test", r.test}, {"n_tokens", r.n_tokens}, {"tps_median", r.median()},
+                           {"tps_mean", r.mean()}, {"tps_sd", r.sd()}, {"samples", r.tps}});
+    }
+    j["peak_rss_increase_bytes"] = peak_increase;
+    j["plan"] = {{"weights", t.plan().weights}, {"kv_cache", t.plan().kv_cache},
+                 {"activations", t.plan().activations}, {"logits", t.plan().logits}, {"total", t.plan().total()}};
+    j["bandwidth_gb_s"] = bw.gb_per_s;
+    j["weight_bytes_per_token"] = bytes_per_token;
+    j["decode_roofline_tps"] = roofline;
+    j["decode_fraction_of_roofline"] = roofline > 0 ? tg_tps / roofline : 0.0;
+    j["energy_per_call"] = {{"joules", e.joules}, {"cpu_joules", e.cpu_joules}, {"dram_joules", e.dram_joules},
+                            {"seconds", e.seconds}, {"battery_fraction", e.battery_fraction},
+                            {"battery_wh", kPhoneBatteryWh}, {"measured", e.measured}, {"method", e.method}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| model | size | params | type | threads | test | t/s (median) | t/s (mean ± sd) |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: |\n");
+  for (const auto& r : rows) {
+    std::printf("| %s | %.2f MiB | %.2f M | %s | %d | %s | %.2f | %.2f ± %.2f |\n", h.name.c_str(), size_mib, params_m,
+                type.c_str(), threads, r.test.c_str(), r.median(), r.mean(), r.sd());
+  }
+  std::printf("\npeak memory increase: %s measured (plan: weights %s + session %s)\n", format_bytes(peak_increase).c_str(),
+              format_bytes(t.plan().weights).c_str(), format_bytes(t.plan().session_total()).c_str());
+  if (bw.gb_per_s > 0) {
+    std::printf("decode roofline: %.2f GB/s read (probe, %d threads) / %s per token = %.1f tok/s; tg at %.0f%% of it\n",
+                bw.gb_per_s, threads, format_bytes(bytes_per_token).c_str(), roofline,
+                roofline > 0 ? 100.0 * tg_tps / roofline : 0.0);
+  }
+  if (e.joules > 0) {
+    std::printf("energy per call (1024 in, 128 out): %.2f J (%s), %.2e of a %.1f Wh phone battery (1/%.0f)\n", e.joules,
+                e.method.c_str(), e.battery_fraction, kPhoneBatteryWh, 1.0 / e.battery_fraction);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* c = app.add_subcommand("bench", "Benchmark prefill and decode (llama-bench conventions)");
+  c->add_option("-m,--model", a->model, "Model package (.pocket)")->required();
+  c->add_option("-p,--n-prompt", a->n_prompt, "Prompt tokens (pp row; 0: skip)");
+  c->add_option("-n,--n-gen", a->n_gen, "Generated tokens (tg row; 0: skip)");
+  c->add_option("-r,--repetitions", a->reps, "Runs after one warm-up");
+  c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
+  c->add_option("-d,--depth", a->depth, "Also measure tg at this context depth");
+  c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
+  c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
+  c->callback([a] {
+    if (int rc = bench(*a); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace pocket::cli
