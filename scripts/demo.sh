@@ -7,9 +7,9 @@ scripts/install-deps.sh
 cmake --preset release > /dev/null
 cmake --build --preset release -j"$(nproc)" --target pocket_cli
 pocket=build/release/bin/pocket
-model=build/pocket-0.3b-${POCKET_DEMO_TYPE:-f16}.pocket
+model=build/pocket-0.3b-${POCKET_DEMO_TYPE:-q4_g32}.pocket
 if [ ! -f "$model" ]; then
-  "$pocket" synth --arch pocket-0.3b --type "${POCKET_DEMO_TYPE:-f16}" -o "$model"
+  "$pocket" synth --arch pocket-0.3b --type "${POCKET_DEMO_TYPE:-q4_g32}" -o "$model"
 fi
 "$pocket" inspect --brief "$model" | sed -n '1,3p;/^parameters/p'
 echo

@@ -7,7 +7,7 @@ pkgs=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcli11-dev libxxhash-dev libpcre2-dev libutf8proc-dev)
 if [ "${1:-}" = "--all" ]; then
   pkgs+=(clang libclang-rt-14-dev g++-aarch64-linux-gnu qemu-user-static
-         libtorch-dev libopenblas0-pthread gnuplot-nox nodejs npm)
+         libtorch-dev libgloo-dev libopenblas0-pthread gnuplot-nox)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

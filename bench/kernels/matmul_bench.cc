@@ -48,10 +48,10 @@ ThreadPool& pool(int threads) {
   return *p;
 }
 
-void run_matmul(benchmark::State& state, DType t, int64_t m) {
+void run_matmul(benchmark::State& state, DType t, int64_t m, bool hot = false) {
   const int64_t rows = state.range(0), n = state.range(1);
   const int threads = static_cast<int>(state.range(2));
-  const bool cold = m == 1;
+  const bool cold = m == 1 && !hot;
   const Weights& w = weights(t, rows, n, cold);
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -113,6 +113,22 @@ void BM_gemm512_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 512); 
 void BM_gemm512_q4g64(benchmark::State& s) { run_matmul(s, DType::kQ4G64, 512); }
 void BM_gemm512_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 512); }
 void BM_gemm512_f16(benchmark::State& s) { run_matmul(s, DType::kF16, 512); }
+
+// Hot: a 256 x 1024 matrix that stays in L2, one thread: the kernel's compute rate without DRAM (what it
+// could stream at if memory kept up), for comparing kernel versions on a noisy machine.
+void BM_gemv_hot_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 1, true); }
+void BM_gemv_hot_q4g64(benchmark::State& s) { run_matmul(s, DType::kQ4G64, 1, true); }
+void BM_gemv_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 1, true); }
+void BM_gemm64_hot_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 64, true); }
+void BM_gemm64_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 64, true); }
+void hot_shape(benchmark::internal::Benchmark* b) {
+  b->Args({256, 1024, 1})->ArgNames({"rows", "n", "threads"})->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_gemv_hot_q4g32)->Apply(hot_shape);
+BENCHMARK(BM_gemv_hot_q4g64)->Apply(hot_shape);
+BENCHMARK(BM_gemv_hot_q8g32)->Apply(hot_shape);
+BENCHMARK(BM_gemm64_hot_q4g32)->Apply(hot_shape);
+BENCHMARK(BM_gemm64_hot_q8g32)->Apply(hot_shape);
 
 BENCHMARK(BM_gemv_q4g32)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_q4g64)->Apply(gemv_shapes);

@@ -63,7 +63,16 @@ typedef struct pocket_session_params {
   int32_t n_threads;        /* 0: physical cores */
   int32_t n_batch;          /* 0: min(n_ctx, 512) */
   uint64_t mem_budget_bytes; /* 0: none; otherwise creation fails with POCKET_ERR_OUT_OF_MEMORY if the plan exceeds it */
+  /* Speculative decoding (lossless: greedy output is unchanged, sampling keeps the model's distribution). */
+  int32_t spec_method;      /* POCKET_SPEC_NONE (default), POCKET_SPEC_NGRAM or POCKET_SPEC_DRAFT */
+  int32_t draft_max;        /* longest draft k, 1..16 (default 8); out of range: POCKET_ERR_INVALID_ARGUMENT */
+  const char* draft_model;  /* POCKET_SPEC_DRAFT: path of a .pocket with the same tokenizer (else
+                               POCKET_ERR_INVALID_ARGUMENT); copied, need not outlive the call */
 } pocket_session_params;
+
+#define POCKET_SPEC_NONE 0  /* plain decoding */
+#define POCKET_SPEC_NGRAM 1 /* prompt lookup: drafts copy earlier text (extraction, edits, quoting) */
+#define POCKET_SPEC_DRAFT 2 /* a smaller model drafts (params.draft_model) */
 
 pocket_session_params pocket_session_default_params(void);
 pocket_status pocket_session_create(const pocket_model* model, const pocket_session_params* params,
@@ -92,7 +101,8 @@ typedef struct pocket_generate_params {
 pocket_generate_params pocket_generate_default_params(void); /* greedy, 128 tokens */
 
 /* Called for each generated token with the UTF-8 text it completes (text may be empty while a multi-byte
- * character is incomplete; not NUL-terminated). Return non-zero to continue, 0 to stop. */
+ * character is incomplete; not NUL-terminated). A character still incomplete when generation ends is
+ * delivered as U+FFFD in one last call with token -1 (text only). Return non-zero to continue, 0 to stop. */
 typedef int32_t (*pocket_token_callback)(void* user_data, int32_t token, const char* text, size_t len);
 
 typedef struct pocket_generate_stats {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "generate/session.h"
+#include "speculative/speculative_session.h"
 #include "pocket/pocket.h"
 
 struct pocket_model {
@@ -12,7 +13,8 @@ struct pocket_model {
 };
 
 struct pocket_session {
-  std::unique_ptr<pocket::Session> session;
+  std::unique_ptr<pocket::Session> session;            // plain decoding, or
+  std::unique_ptr<pocket::SpeculativeSession> spec;   // speculative decoding (spec_method != NONE)
   std::atomic<bool> cancel{false};
 };
 
@@ -127,6 +129,8 @@ pocket_status pocket_detokenize(const pocket_model* m, const int32_t* tokens, si
 pocket_session_params pocket_session_default_params(void) {
   pocket_session_params p;
   std::memset(&p, 0, sizeof p);
+  p.spec_method = POCKET_SPEC_NONE;
+  p.draft_max = 8;
   return p;
 }
 
@@ -141,6 +145,21 @@ pocket_status pocket_session_create(const pocket_model* m, const pocket_session_
     so.n_threads = p.n_threads;
     so.n_batch = p.n_batch;
     so.mem_budget_bytes = p.mem_budget_bytes;
+    if (p.spec_method != POCKET_SPEC_NONE) {
+      pocket::SpeculativeOptions spec;
+      if (p.spec_method == POCKET_SPEC_NGRAM) spec.method = pocket::SpecMethod::kNgram;
+      else if (p.spec_method == POCKET_SPEC_DRAFT) spec.method = pocket::SpecMethod::kDraftModel;
+      else return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_create: unknown spec_method " +
+                                                        std::to_string(p.spec_method));
+      spec.draft_max = p.draft_max;
+      if (p.draft_model != nullptr) spec.draft_model_path = p.draft_model;
+      auto s = pocket::SpeculativeSession::create(m->model, so, spec);
+      if (!s) return fail(s.status());
+      auto* h = new pocket_session();
+      h->spec = std::move(*s);
+      *out = h;
+      return POCKET_OK;
+    }
     auto s = pocket::Session::create(m->model, so);
     if (!s) return fail(s.status());
     auto* h = new pocket_session();
@@ -155,7 +174,8 @@ void pocket_session_free(pocket_session* s) { delete s; }
 pocket_status pocket_session_reset(pocket_session* s) {
   return guarded([&]() -> pocket_status {
     if (s == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_reset: session is NULL");
-    s->session->reset();
+    if (s->spec) s->spec->reset();
+    else s->session->reset();
     return POCKET_OK;
   });
 }
@@ -202,7 +222,9 @@ pocket_status pocket_generate(pocket_session* s, const char* prompt, size_t len,
     if (callback != nullptr) {
       cb = [&](int32_t id, std::string_view text) { return callback(user_data, id, text.data(), text.size()) != 0; };
     }
-    pocket::Status st = s->session->generate(std::string_view(prompt ? prompt : "", len), go, cb, &s->cancel, &gs);
+    const std::string_view text(prompt ? prompt : "", len);
+    pocket::Status st = s->spec ? s->spec->generate(text, go, cb, &s->cancel, &gs)
+                                : s->session->generate(text, go, cb, &s->cancel, &gs);
     if (stats != nullptr) {
       stats->n_prompt = static_cast<int32_t>(gs.n_prompt);
       stats->n_generated = static_cast<int32_t>(gs.n_generated);

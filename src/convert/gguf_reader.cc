@@ -35,7 +35,7 @@ class Parser {
   }
 
   Status read_string(std::string_view* s, const std::string& where) {
-    uint64_t len;
+    uint64_t len = 0;
     POCKET_RETURN_IF_ERROR(read(&len, where));
     if (len > kGgufMaxStringBytes) return fail(where + " claims a string of " + std::to_string(len) + " bytes");
     if (!r_.read_string(len, s)) return truncated(where);
@@ -48,7 +48,7 @@ class Parser {
     if (type == GgufType::kString) {
       POCKET_RETURN_IF_ERROR(read_string(&v->str, where));
     } else if (type == GgufType::kArray) {
-      uint32_t et;
+      uint32_t et = 0;
       POCKET_RETURN_IF_ERROR(read(&et, where));
       POCKET_RETURN_IF_ERROR(read(&v->count, where));
       v->elem_type = static_cast<GgufType>(et);
@@ -177,7 +177,7 @@ Expected<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const std::st
   if (g.version_ != 2 && g.version_ != 3) {
     return unsupported("[gguf] version " + std::to_string(g.version_) + " (this reader handles 2 and 3): " + name);
   }
-  uint64_t n_tensors, n_kv;
+  uint64_t n_tensors = 0, n_kv = 0;
   POCKET_RETURN_IF_ERROR(p.read(&n_tensors, "the header"));
   POCKET_RETURN_IF_ERROR(p.read(&n_kv, "the header"));
   // Each key/value takes at least 8 (key length) + 4 (type) + 1 bytes; each tensor info at least 8+4+8+4+8.
@@ -193,7 +193,7 @@ Expected<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const std::st
     const std::string where = "metadata entry " + std::to_string(i);
     std::string_view key;
     POCKET_RETURN_IF_ERROR(p.read_string(&key, where + " key"));
-    uint32_t type;
+    uint32_t type = 0;
     POCKET_RETURN_IF_ERROR(p.read(&type, where));
     GgufValue v;
     POCKET_RETURN_IF_ERROR(p.read_value(static_cast<GgufType>(type), &v, "'" + std::string(key) + "'"));
@@ -215,7 +215,7 @@ Expected<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const std::st
     const std::string where = "tensor info " + std::to_string(i);
     POCKET_RETURN_IF_ERROR(p.read_string(&t.name, where));
     if (!names.emplace(t.name, i).second) return p.fail("duplicate tensor name '" + std::string(t.name) + "'");
-    uint32_t n_dims;
+    uint32_t n_dims = 0;
     POCKET_RETURN_IF_ERROR(p.read(&n_dims, where));
     if (n_dims == 0 || n_dims > kGgufMaxDims) {
       return p.fail("tensor '" + std::string(t.name) + "' has " + std::to_string(n_dims) + " dimensions (1.." +
@@ -326,7 +326,7 @@ Expected<std::vector<float>> GgufFile::get_f32_array(std::string_view key) const
   const GgufValue* v = find(key);
   if (!v || v->type != GgufType::kArray || v->elem_type != GgufType::kF32) return wrong_type(*this, key, v, "array of f32");
   std::vector<float> out(v->count);
-  std::memcpy(out.data(), v->raw.data() + 12, v->count * 4);
+  if (v->count > 0) std::memcpy(out.data(), v->raw.data() + 12, v->count * 4);  // data() is null when empty
   return out;
 }
 
@@ -336,7 +336,7 @@ Expected<std::vector<int32_t>> GgufFile::get_i32_array(std::string_view key) con
     return wrong_type(*this, key, v, "array of i32");
   }
   std::vector<int32_t> out(v->count);
-  std::memcpy(out.data(), v->raw.data() + 12, v->count * 4);
+  if (v->count > 0) std::memcpy(out.data(), v->raw.data() + 12, v->count * 4);  // data() is null when empty
   return out;
 }
 

@@ -14,9 +14,10 @@ namespace pocket {
 
 namespace {
 
-// A SentencePiece-style placeholder vocabulary: <unk>, <s>, </s>, 256 byte tokens, then filler pieces.
+// A SentencePiece-style placeholder vocabulary: <unk>, <s>, </s>, 256 byte tokens, the space marker, then
+// unused filler pieces.
 Expected<std::vector<uint8_t>> placeholder_tokenizer(int64_t n_vocab) {
-  if (n_vocab < 259) return invalid_argument("[synth] a vocabulary needs at least 259 tokens (3 special + 256 bytes)");
+  if (n_vocab < 260) return invalid_argument("[synth] a vocabulary needs at least 260 tokens (3 special, 256 bytes, space)");
   TokenizerData d;
   d.model = TokenizerModel::kSentencePiece;
   d.pieces = {"<unk>", "<s>", "</s>"};
@@ -26,6 +27,9 @@ Expected<std::vector<uint8_t>> placeholder_tokenizer(int64_t n_vocab) {
     d.pieces.push_back(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">");
     d.types.push_back(TokenType::kByte);
   }
+  // The space marker as a token of its own, so that spaces round-trip as spaces.
+  d.pieces.push_back("\xE2\x96\x81");
+  d.types.push_back(TokenType::kNormal);
   for (int64_t i = static_cast<int64_t>(d.pieces.size()); i < n_vocab; ++i) {
     d.pieces.push_back("[tok" + std::to_string(i) + "]");
     d.types.push_back(TokenType::kUnused);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "quant/quantize.h"
 
 namespace pocket {
 
@@ -25,7 +26,10 @@ Status convert_f32(std::span<const float> src, DType t, uint64_t rows, uint64_t 
       return Status::ok();
     }
     default:
-      return unsupported("[convert] dtype " + std::string(dtype_name(t)) + " is not available for conversion yet");
+      if (quant::is_quantised(t)) {
+        return quant::quantize_tensor(t, src.data(), static_cast<int64_t>(rows), static_cast<int64_t>(cols), out);
+      }
+      return unsupported("[convert] dtype " + std::string(dtype_name(t)) + " is not available for conversion");
   }
 }
 

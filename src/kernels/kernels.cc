@@ -80,6 +80,7 @@ void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n
 void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta,
           RopeStyle style) {
   const auto fn = active().rope;
+  assert(head_dim <= kMaxHeadDim && head_dim % 2 == 0);
   const int64_t stride = n_heads * head_dim;
   pool.run(m, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) fn(x + i * stride, n_heads, head_dim, pos0 + i, theta, style);
@@ -89,6 +90,8 @@ void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_d
 void attention(ThreadPool& pool, float* out, const float* q, const uint16_t* k, const uint16_t* v,
                const AttentionShape& s) {
   const auto fn = active().attention;
+  assert(s.head_dim <= kMaxHeadDim && s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 &&
+         s.n_heads / s.n_kv_heads <= kMaxGroup);
   // Causal rows grow in cost with their index, so the pool's contiguous slices are mapped zig-zag onto
   // query rows (0, m-1, 1, m-2, ...): every slice gets an even mix of short and long rows.
   const int64_t m = s.m, nkv = s.n_kv_heads;

@@ -2,18 +2,32 @@
 // dots it with every activation row.
 #include "model/matmul.h"
 
+#include "kernels/kernels.h"
 #include "kernels/ref/ops_ref.h"
+#include "quant/quantize.h"
 
 namespace pocket {
 
 void weight_row_to_f32(float* out, const WeightRef& W, int64_t r) {
   const uint64_t rb = *row_bytes(W.dtype, static_cast<uint64_t>(W.cols));
+  if (quant::is_quantised(W.dtype)) {
+    // The row is in bounds (checked by the caller), so the only failure mode is an unknown dtype, which
+    // binding already refused.
+    (void)quant::dequantize_row(W.dtype, std::span<const uint8_t>(W.data + r * rb, rb), 1, W.cols, 0, out);
+    return;
+  }
   ref::row_to_f32(out, W.data + r * rb, W.dtype, W.cols);
 }
 
-void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightRef& W, float* row_buf,
-            int64_t row_buf_stride) {
+void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightRef& W, const MatmulScratch& s) {
   const int64_t n = W.cols, rows = W.rows;
+  if (W.dtype != DType::kF32 && W.dtype != DType::kBF16 && kernels::matmul_supports(W.dtype)) {
+    kernels::MatrixView view{W.data, W.dtype, W.rows, W.cols};
+    kernels::matmul(pool, Y, view, X, s.xq, M);
+    return;
+  }
+  float* row_buf = s.row_buf;
+  const int64_t row_buf_stride = s.row_buf_stride;
   if (M == 1 && W.dtype != DType::kF32) {
     pool.run(rows, [&](int64_t r0, int64_t r1, int) { ref::matvec_rows(Y, W.data, W.dtype, X, n, r0, r1); }, 4);
     return;

@@ -6,14 +6,21 @@
 
 #include "core/thread_pool.h"
 #include "model/model.h"
+#include "quant/blocks.h"
 
 namespace pocket {
 
-// Y: [M, W.rows], X: [M, W.cols], row_buf: [n_threads][W.cols] scratch.
-void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightRef& W, float* row_buf,
-            int64_t row_buf_stride);
+struct MatmulScratch {
+  float* row_buf = nullptr;        // [n_threads][row_buf_stride] dequantised weight rows (reference path)
+  int64_t row_buf_stride = 0;
+  quant::ActBlock* xq = nullptr;   // [M][act_blocks(cols)] int8 activations (quantised path)
+};
 
-// Copies row `r` of W into out[W.cols] as float32 (embedding look-up).
+// Y: [M, W.rows], X: [M, W.cols]. F32 and BF16 weights run the scalar float32 reference (the exact
+// llama2.c summation order); F16 and block types run the dispatched kernels (kernels/kernels.h).
+void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightRef& W, const MatmulScratch& s);
+
+// Copies row `r` of W into out[W.cols] as float32 (embedding look-up); any dtype, block types included.
 void weight_row_to_f32(float* out, const WeightRef& W, int64_t r);
 
 }  // namespace pocket

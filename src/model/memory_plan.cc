@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "quant/blocks.h"
+
 namespace pocket {
 
 ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s) {
@@ -21,15 +23,17 @@ ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s) {
   z.row_buf = s.n_threads * std::max({h.n_embd, h.n_ff, h.q_dim()});
   z.logits = s.n_logit_rows * h.n_vocab;
   z.candidates = h.n_vocab;
+  z.act_blocks = m * quant::act_blocks(std::max({h.n_embd, h.n_ff, h.q_dim()}));
   return z;
 }
 
 MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes) {
   MemoryPlan p;
   p.weights = package_bytes;
-  p.kv_cache = 2ull * h.n_layers * s.n_ctx * h.kv_dim() * sizeof(float);
+  p.kv_cache = 2ull * h.n_layers * s.n_ctx * h.kv_dim() * (s.kv_f16 ? 2 : 4);
   const ScratchSizes z = scratch_sizes(h, s);
-  p.activations = sizeof(float) * static_cast<uint64_t>(z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.row_buf);
+  p.activations = sizeof(float) * static_cast<uint64_t>(z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.row_buf) +
+                  sizeof(quant::ActBlock) * static_cast<uint64_t>(z.act_blocks);
   // Candidates: one (id, logit) pair per vocabulary entry; plus the recent-token ring for penalties.
   p.logits = sizeof(float) * static_cast<uint64_t>(z.logits) + 8ull * z.candidates;
   return p;

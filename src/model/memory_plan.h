@@ -13,11 +13,12 @@ struct SessionShape {
   int64_t n_batch = 0;    // rows processed per forward pass (prefill chunk)
   int64_t n_threads = 1;
   int64_t n_logit_rows = 1;  // rows whose logits can be requested at once
+  bool kv_f16 = false;       // KV cache in f16 (quantised/f16 models) or f32 (the float32 reference)
 };
 
 struct MemoryPlan {
   uint64_t weights = 0;      // mapped package bytes (file-backed, shared between sessions)
-  uint64_t kv_cache = 0;     // [2][n_layers][n_ctx][n_kv_heads * head_dim] f32
+  uint64_t kv_cache = 0;     // [2][n_layers][n_ctx][n_kv_heads * head_dim] f16 or f32
   uint64_t activations = 0;  // per-pass scratch: residual, norms, q/k/v, attention, FFN
   uint64_t logits = 0;       // [n_logit_rows][n_vocab] f32 plus the sampler's candidates
   uint64_t session_total() const { return kv_cache + activations + logits; }
@@ -28,6 +29,7 @@ struct MemoryPlan {
 // Exact sizes of every buffer a Session allocates for this shape (the Session allocates from this plan).
 struct ScratchSizes {
   int64_t x, xb, xb2, q, k, v, hb, hb2, att, row_buf, logits, candidates;  // in floats (candidates: entries)
+  int64_t act_blocks;  // int8 activation blocks (40 bytes each)
 };
 ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s);
 MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes);

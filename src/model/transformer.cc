@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/half.h"
+#include "kernels/kernels.h"
 #include "kernels/ref/ops_ref.h"
 #include "model/matmul.h"
 
@@ -28,6 +30,12 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   if (s.n_logit_rows <= 0) s.n_logit_rows = 1;
   s.n_logit_rows = std::min(s.n_logit_rows, s.n_batch);
   s.n_threads = pool->n_threads();
+  // An all-f32 model runs the float32 reference end to end (f32 KV cache, scalar operators); anything else
+  // runs the dispatched kernels with an f16 KV cache.
+  s.kv_f16 = false;
+  for (const auto& t : model->package().tensors()) {
+    if (t.shape.size() == 2 && t.dtype != DType::kF32) s.kv_f16 = true;
+  }
   const MemoryPlan plan = make_memory_plan(h, s, model->package().file_size());
   if (mem_budget_bytes > 0 && plan.total() > mem_budget_bytes) {
     return Status(ErrorCode::kOutOfMemory, "[session] the memory plan needs " + std::to_string(plan.total() >> 20) +
@@ -38,8 +46,14 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   t->plan_ = plan;
   const ScratchSizes z = scratch_sizes(h, s);
   const size_t kv = static_cast<size_t>(h.n_layers * s.n_ctx * h.kv_dim());
-  t->k_cache_.assign(kv, 0.0f);
-  t->v_cache_.assign(kv, 0.0f);
+  if (s.kv_f16) {
+    t->k_cache16_.assign(kv, 0);
+    t->v_cache16_.assign(kv, 0);
+  } else {
+    t->k_cache_.assign(kv, 0.0f);
+    t->v_cache_.assign(kv, 0.0f);
+  }
+  t->xq_.resize(static_cast<size_t>(z.act_blocks));
   auto sz = [](int64_t v) { return static_cast<size_t>(v); };
   t->x_.assign(sz(z.x), 0.0f);
   t->xb_.assign(sz(z.xb), 0.0f);
@@ -101,10 +115,17 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
   const ModelWeights& w = model_->weights();
   ThreadPool& pool = *pool_;
   const int64_t d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), hd = h.head_dim;
-  const int64_t rb_stride = static_cast<int64_t>(row_buf_.size()) / shape_.n_threads;
+  MatmulScratch ms;
+  ms.row_buf = row_buf_.data();
+  ms.row_buf_stride = static_cast<int64_t>(row_buf_.size()) / shape_.n_threads;
+  ms.xq = xq_.data();
+  const bool fast = shape_.kv_f16;
   float* x = x_.data();
   float* xb = xb_.data();
-  float* rb = row_buf_.data();
+  auto norm_rows = [&](float* out, const float* in, const WeightRef& wn, int64_t rows) {
+    if (fast) kernels::rmsnorm(pool, out, in, wn.f32(), rows, d, h.norm_eps);
+    else for (int64_t i = 0; i < rows; ++i) ref::rmsnorm(out + i * d, in + i * d, wn.f32(), d, h.norm_eps);
+  };
 
   for (int64_t i = 0; i < m; ++i) weight_row_to_f32(x + i * d, w.token_embd, tokens[i]);
 
@@ -113,11 +134,13 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
       return Status(ErrorCode::kCancelled, "[forward] cancelled");
     }
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    for (int64_t i = 0; i < m; ++i) ref::rmsnorm(xb + i * d, x + i * d, L.attn_norm.f32(), d, h.norm_eps);
-    matmul(pool, q_.data(), xb, m, L.wq, rb, rb_stride);
-    matmul(pool, k_.data(), xb, m, L.wk, rb, rb_stride);
-    matmul(pool, v_.data(), xb, m, L.wv, rb, rb_stride);
-    for (int64_t i = 0; i < m; ++i) {
+    norm_rows(xb, x, L.attn_norm, m);
+    matmul(pool, q_.data(), xb, m, L.wq, ms);
+    matmul(pool, k_.data(), xb, m, L.wk, ms);
+    matmul(pool, v_.data(), xb, m, L.wv, ms);
+    if (fast) {
+      qkv_fast(l, m);
+    } else for (int64_t i = 0; i < m; ++i) {
       float* qi = q_.data() + i * qd;
       float* ki = k_.data() + i * kvd;
       float* vi = v_.data() + i * kvd;
@@ -138,15 +161,22 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
       std::memcpy(k_cache_.data() + at, ki, sizeof(float) * kvd);
       std::memcpy(v_cache_.data() + at, vi, sizeof(float) * kvd);
     }
-    attention(l, m);  // -> xb2 [m, q_dim]
-    matmul(pool, xb, xb2_.data(), m, L.wo, rb, rb_stride);
+    if (fast) {
+      kernels::AttentionShape as{m, n_past_, h.n_heads, h.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+      const size_t off = static_cast<size_t>(l * shape_.n_ctx * kvd);
+      kernels::attention(pool, xb2_.data(), q_.data(), k_cache16_.data() + off, v_cache16_.data() + off, as);
+    } else {
+      attention(l, m);  // -> xb2 [m, q_dim]
+    }
+    matmul(pool, xb, xb2_.data(), m, L.wo, ms);
     for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
 
-    for (int64_t i = 0; i < m; ++i) ref::rmsnorm(xb + i * d, x + i * d, L.ffn_norm.f32(), d, h.norm_eps);
-    matmul(pool, hb_.data(), xb, m, L.w_gate, rb, rb_stride);
-    matmul(pool, hb2_.data(), xb, m, L.w_up, rb, rb_stride);
-    ref::swiglu(hb_.data(), hb2_.data(), m * h.n_ff);
-    matmul(pool, xb, hb_.data(), m, L.w_down, rb, rb_stride);
+    norm_rows(xb, x, L.ffn_norm, m);
+    matmul(pool, hb_.data(), xb, m, L.w_gate, ms);
+    matmul(pool, hb2_.data(), xb, m, L.w_up, ms);
+    if (fast) kernels::swiglu(pool, hb_.data(), hb2_.data(), m, h.n_ff);
+    else ref::swiglu(hb_.data(), hb2_.data(), m * h.n_ff);
+    matmul(pool, xb, hb_.data(), m, L.w_down, ms);
     for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
   }
 
@@ -154,11 +184,38 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
   // The LM head runs only for the rows whose logits are wanted.
   const int64_t first = all_logits ? 0 : m - 1;
   const int64_t rows = m - first;
-  for (int64_t i = 0; i < rows; ++i) {
-    ref::rmsnorm(xb + i * d, x + (first + i) * d, w.output_norm.f32(), d, h.norm_eps);
-  }
-  matmul(pool, logits_out, xb, rows, w.output, rb, rb_stride);
+  norm_rows(xb, x + first * d, w.output_norm, rows);
+  matmul(pool, logits_out, xb, rows, w.output, ms);
   return Status::ok();
+}
+
+void Transformer::qkv_fast(int64_t layer, int64_t m) {
+  const HParams& h = model_->hparams();
+  const LayerWeights& L = model_->weights().layers[static_cast<size_t>(layer)];
+  const int64_t qd = h.q_dim(), kvd = h.kv_dim(), hd = h.head_dim;
+  ThreadPool& pool = *pool_;
+  if (h.qkv_bias) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < qd; ++j) q_[static_cast<size_t>(i * qd + j)] += L.bq.f32()[j];
+      for (int64_t j = 0; j < kvd; ++j) k_[static_cast<size_t>(i * kvd + j)] += L.bk.f32()[j];
+      for (int64_t j = 0; j < kvd; ++j) v_[static_cast<size_t>(i * kvd + j)] += L.bv.f32()[j];
+    }
+  }
+  if (h.qk_norm) {  // per head: the rows of [m * n_heads, head_dim]
+    kernels::rmsnorm(pool, q_.data(), q_.data(), L.q_norm.f32(), m * h.n_heads, hd, h.norm_eps);
+    kernels::rmsnorm(pool, k_.data(), k_.data(), L.k_norm.f32(), m * h.n_kv_heads, hd, h.norm_eps);
+  }
+  const auto style = h.rope_style == RopeStyle::kNeox ? kernels::RopeStyle::kNeox : kernels::RopeStyle::kInterleaved;
+  kernels::rope(pool, q_.data(), m, h.n_heads, hd, n_past_, h.rope_theta, style);
+  kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, n_past_, h.rope_theta, style);
+  uint16_t* kc = k_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
+  uint16_t* vc = v_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
+  pool.run(m * kvd, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      kc[i] = f32_to_f16(k_[static_cast<size_t>(i)]);
+      vc[i] = f32_to_f16(v_[static_cast<size_t>(i)]);
+    }
+  }, 64);
 }
 
 void Transformer::attention(int64_t layer, int64_t m) {

@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "model/memory_plan.h"
 #include "model/model.h"
+#include "quant/blocks.h"
 
 namespace pocket {
 
@@ -45,15 +46,18 @@ class Transformer {
   Transformer(std::shared_ptr<const Model> m, const SessionShape& s, ThreadPool* p);
   Status forward_chunk(const int32_t* tokens, int64_t m, float* logits_out, bool all_logits,
                        const std::atomic<bool>* cancel);
-  void attention(int64_t layer, int64_t m);
+  void attention(int64_t layer, int64_t m);  // float32 reference path
+  void qkv_fast(int64_t layer, int64_t m);   // bias, q/k norm, RoPE and the f16 cache write via kernels
 
   std::shared_ptr<const Model> model_;
   SessionShape shape_;
   ThreadPool* pool_;
   MemoryPlan plan_;
   int64_t n_past_ = 0;
-  // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32.
+  // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32 (reference path) or f16 (kernel path).
   std::vector<float> k_cache_, v_cache_;
+  std::vector<uint16_t> k_cache16_, v_cache16_;
+  std::vector<quant::ActBlock> xq_;  // [n_batch][act_blocks(max width)] int8 activations
   // Scratch, sized by scratch_sizes(): row-major [n_batch, width] activations.
   std::vector<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_;
   std::vector<float> att_;      // [n_threads][n_ctx] attention scores

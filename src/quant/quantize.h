@@ -21,6 +21,8 @@ bool is_quantised(DType t);
 //  Q4G32/Q4G64: v = the element of largest |x|; d = f16(v / -8), q = clamp(round(x / d), -8, 7), u = q + 8.
 //  Q4G32A: d = f16((max - min) / 15), m = f16(min), u = clamp(round((x - m) / d), 0, 15).
 // The scale is rounded to f16 before the q are computed, so decoding uses exactly the scale that was fitted.
+// Error per element <= d / 2, except that symmetric Q4 reaches only +7 steps on the side opposite the
+// largest-magnitude element: elements there beyond 7.5 steps clip, with error <= one step.
 void quantize_row_q8g32(BlockQ8G32* out, const float* x, int64_t n);
 void quantize_row_q4g32(BlockQ4G32* out, const float* x, int64_t n);
 void quantize_row_q4g64(BlockQ4G64* out, const float* x, int64_t n);

@@ -61,7 +61,9 @@ Expected<std::string> llama2(std::span<const ChatMessage> msgs, bool gen) {
       if (i == first && !system.empty()) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
       out += "<s>[INST] " + content + " [/INST]";
     } else {
-      out += " " + std::string(strip(msgs[i].content)) + " </s>";
+      out += ' ';
+      out += strip(msgs[i].content);
+      out += " </s>";
     }
   }
   (void)gen;  // the model answers after [/INST]; there is no separate generation prompt

@@ -24,12 +24,11 @@ typedef struct {
 
 static int32_t on_token(void* user_data, int32_t token, const char* text, size_t len) {
   collect* c = (collect*)user_data;
-  (void)token;
   if (c->len + len < sizeof c->text) {
     memcpy(c->text + c->len, text, len);
     c->len += len;
   }
-  c->n_tokens++;
+  if (token >= 0) c->n_tokens++; /* -1: a final text-only flush */
   if (c->cancel_session != NULL && c->n_tokens == 3) pocket_session_cancel(c->cancel_session);
   return c->stop_after == 0 || c->n_tokens < c->stop_after;
 }
@@ -112,6 +111,37 @@ int main(int argc, char** argv) {
   gp.n_predict = 20;
   CHECK(pocket_generate(session, text, strlen(text), &gp, on_token, &c3, NULL) == POCKET_OK);
   CHECK(c3.len == c.len && memcmp(c3.text, c.text, c.len) == 0); /* greedy: same text as the first run */
+
+  /* Speculative decoding: k out of 1..16 and a draft method without a draft model are refused; prompt
+   * lookup and a draft model (here the model itself) give the plain greedy text. */
+  {
+    pocket_session* spec = NULL;
+    sp = pocket_session_default_params();
+    CHECK(sp.spec_method == POCKET_SPEC_NONE && sp.draft_max == 8);
+    sp.spec_method = POCKET_SPEC_NGRAM;
+    sp.draft_max = 0;
+    CHECK(pocket_session_create(model, &sp, &spec) == POCKET_ERR_INVALID_ARGUMENT);
+    CHECK(spec == NULL && strstr(pocket_last_error(), "1..16") != NULL);
+    sp.draft_max = 17;
+    CHECK(pocket_session_create(model, &sp, &spec) == POCKET_ERR_INVALID_ARGUMENT);
+    sp.spec_method = POCKET_SPEC_DRAFT;
+    sp.draft_max = 4;
+    CHECK(pocket_session_create(model, &sp, &spec) == POCKET_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(pocket_last_error(), "draft model") != NULL);
+    for (int method = POCKET_SPEC_NGRAM; method <= POCKET_SPEC_DRAFT; ++method) {
+      sp.spec_method = method;
+      sp.draft_model = model_path;
+      CHECK(pocket_session_create(model, &sp, &spec) == POCKET_OK);
+      if (spec == NULL) continue;
+      collect c4;
+      memset(&c4, 0, sizeof c4);
+      CHECK(pocket_generate(spec, text, strlen(text), &gp, on_token, &c4, NULL) == POCKET_OK);
+      CHECK(c4.len == c.len && memcmp(c4.text, c.text, c.len) == 0);
+      CHECK(pocket_session_reset(spec) == POCKET_OK);
+      pocket_session_free(spec);
+      spec = NULL;
+    }
+  }
 
   pocket_session_free(session);
   pocket_model_free(model);

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "core/bandwidth_probe.h"
+#include "bench_spec.h"
 #include "core/process_memory.h"
 #include "energy_model.h"
 #include "model/transformer.h"
@@ -24,7 +25,24 @@ struct BenchArgs {
   std::string model, output = "md";
   int n_prompt = 512, n_gen = 128, reps = 5, threads = 0, depth = 0;
   bool no_probe = false;
+  std::string spec = "none", draft_model, prompt_file;  // speculative rows (bench_spec.h)
+  int draft_max = 8;
+  bool spec_only = false;
 };
+
+SpecBenchArgs spec_args(const BenchArgs& a) {
+  SpecBenchArgs s;
+  s.model = a.model;
+  s.method = a.spec;
+  s.draft_model = a.draft_model;
+  s.prompt_file = a.prompt_file;
+  s.draft_max = a.draft_max;
+  s.n_prompt = a.n_prompt;
+  s.n_gen = a.n_gen;
+  s.reps = a.reps;
+  s.threads = a.threads;
+  return s;
+}
 
 struct Row {
   std::string test;
@@ -58,6 +76,7 @@ int bench(const BenchArgs& a) {
   if (a.n_prompt < 0 || a.n_gen < 0 || a.reps < 1 || a.depth < 0) {
     return report("bench", invalid_argument("[bench] -p, -n and -d must be >= 0 and -r >= 1"));
   }
+  if (a.spec != "none" && a.spec_only) return bench_speculative(spec_args(a), nullptr);
   const MemoryReading baseline = read_process_memory();
   auto model = Model::load(a.model);
   if (!model) return report("bench", model.status());
@@ -169,6 +188,9 @@ int bench(const BenchArgs& a) {
     j["energy_per_call"] = {{"joules", e.joules}, {"cpu_joules", e.cpu_joules}, {"dram_joules", e.dram_joules},
                             {"seconds", e.seconds}, {"battery_fraction", e.battery_fraction},
                             {"battery_wh", kPhoneBatteryWh}, {"measured", e.measured}, {"method", e.method}};
+    if (a.spec != "none") {
+      if (int rc = bench_speculative(spec_args(a), &j); rc != 0) return rc;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -189,6 +211,7 @@ int bench(const BenchArgs& a) {
     std::printf("energy per call (1024 in, 128 out): %.2f J (%s), %.2e of a %.1f Wh phone battery (1/%.0f)\n", e.joules,
                 e.method.c_str(), e.battery_fraction, kPhoneBatteryWh, 1.0 / e.battery_fraction);
   }
+  if (a.spec != "none") return bench_speculative(spec_args(a), nullptr);
   return 0;
 }
 
@@ -205,6 +228,12 @@ void register_bench(CLI::App& app) {
   c->add_option("-d,--depth", a->depth, "Also measure tg at this context depth");
   c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
+  c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram or draft")
+      ->check(CLI::IsMember({"none", "ngram", "draft"}));
+  c->add_option("--draft-max", a->draft_max, "Longest draft k (1..16); the verify row measures k + 1 rows");
+  c->add_option("--model-draft", a->draft_model, "Draft model for --spec draft (same tokenizer; also -md)");
+  c->add_option("-f,--file", a->prompt_file, "Prompt text for the speculative rows (default: -p random tokens)");
+  c->add_flag("--spec-only", a->spec_only, "Only the speculative rows");
   c->callback([a] {
     if (int rc = bench(*a); rc != 0) throw CLI::RuntimeError(rc);
   });

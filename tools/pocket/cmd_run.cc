@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "core/process_memory.h"
 #include "generate/session.h"
+#include "speculative/speculative_session.h"
 
 namespace pocket::cli {
 
@@ -23,6 +24,8 @@ struct RunArgs {
   uint64_t seed = 0;
   double mem_budget_mb = 0;
   bool no_bos = false, special = false, ignore_eos = false;
+  std::string spec = "none", draft_model;  // speculative decoding (src/speculative)
+  int draft_max = 8;
 };
 
 int run(const RunArgs& a) {
@@ -41,8 +44,23 @@ int run(const RunArgs& a) {
   so.n_ctx = a.ctx;
   so.n_threads = a.threads;
   so.mem_budget_bytes = static_cast<uint64_t>(a.mem_budget_mb * 1024.0 * 1024.0);
-  auto session = Session::create(*model, so);
-  if (!session) return report("run", session.status());
+  std::unique_ptr<Session> plain;
+  std::unique_ptr<SpeculativeSession> specs;
+  if (a.spec == "none") {
+    auto session = Session::create(*model, so);
+    if (!session) return report("run", session.status());
+    plain = std::move(*session);
+  } else {
+    auto method = parse_spec_method(a.spec);
+    if (!method) return report("run", method.status());
+    SpeculativeOptions spec;
+    spec.method = *method;
+    spec.draft_max = a.draft_max;
+    spec.draft_model_path = a.draft_model;
+    auto session = SpeculativeSession::create(*model, so, spec);
+    if (!session) return report("run", session.status());
+    specs = std::move(*session);
+  }
 
   const auto& def = (*model)->config().sampling;
   GenerateOptions go;
@@ -62,14 +80,13 @@ int run(const RunArgs& a) {
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   GenerateStats stats;
-  Status st = (*session)->generate(
-      prompt, go,
-      [](int32_t, std::string_view text) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-        return true;
-      },
-      nullptr, &stats);
+  const TokenCallback print = [](int32_t, std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  Status st = plain ? plain->generate(prompt, go, print, nullptr, &stats)
+                    : specs->generate(prompt, go, print, nullptr, &stats);
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!st.is_ok()) return report("run", st);
@@ -79,8 +96,15 @@ int run(const RunArgs& a) {
                "\npocket run: prompt %lld tokens, generated %lld tokens | prefill %.2f tok/s, decode %.2f tok/s | "
                "%d threads | package %s | peak memory increase %s\n",
                static_cast<long long>(stats.n_prompt), static_cast<long long>(stats.n_generated), stats.prefill_tps(),
-               stats.decode_tps(), (*session)->n_threads(), format_bytes((*model)->package().file_size()).c_str(),
+               stats.decode_tps(), plain ? plain->n_threads() : specs->n_threads(), format_bytes((*model)->package().file_size()).c_str(),
                format_bytes(peak_increase).c_str());
+  if (specs) {
+    const SpecStats& ss = specs->spec_stats();
+    std::fprintf(stderr, "speculative (%s, k <= %d): %lld target passes, %.2f tokens per pass, %lld of %lld drafted "
+                 "tokens accepted (%.1f%%)\n", a.spec.c_str(), a.draft_max, static_cast<long long>(ss.n_passes),
+                 ss.tokens_per_pass(), static_cast<long long>(ss.n_accepted), static_cast<long long>(ss.n_drafted),
+                 100.0 * ss.acceptance_rate());
+  }
   return 0;
 }
 
@@ -106,6 +130,10 @@ void register_run(CLI::App& app) {
   c->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   c->add_flag("--special", a->special, "Parse special-token text in the prompt");
   c->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past stop tokens");
+  c->add_option("--spec", a->spec, "Speculative decoding: none, ngram (prompt lookup) or draft (-md)")
+      ->check(CLI::IsMember({"none", "ngram", "draft"}));
+  c->add_option("--draft-max", a->draft_max, "Longest draft k, 1..16 (adapted down when acceptance drops)");
+  c->add_option("--model-draft", a->draft_model, "Draft model for --spec draft: a .pocket with the same tokenizer (-md)");
   c->callback([a] {
     if (a->prompt.empty() && a->prompt_file.empty()) {
       std::fprintf(stderr, "pocket run: give a prompt with -p TEXT or -f FILE\n");

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "convert/quantize_model.h"
 #include "convert/synth.h"
 
 namespace pocket::cli {
@@ -19,13 +20,13 @@ void register_synth(CLI::App& app) {
   CLI::App* c = app.add_subcommand("synth", "Write a random-weight model of a named architecture (for benchmarks)");
   c->add_option("--arch", a->arch, "Architecture: " + names)->required();
   c->add_option("-o,--output", a->out, "Output .pocket")->required();
-  c->add_option("--type", a->type, "Weight dtype: f32, f16, bf16");
+  c->add_option("--type", a->type, "Weight dtype: f32, f16, bf16, q8, q4_g32, q4_g64, q4_g32a");
   c->add_option("--seed", a->seed, "Seed of the random weights");
   c->add_option("-c,--ctx-size", a->ctx, "Default context length recorded in the package");
   c->callback([a] {
     auto h = architecture_preset(a->arch);
     if (!h) throw CLI::RuntimeError(report("synth", h.status()));
-    auto dt = dtype_from_name(a->type);
+    auto dt = parse_quant_type(a->type);
     if (!dt) throw CLI::RuntimeError(report("synth", invalid_argument("[synth] unknown --type '" + a->type + "'")));
     SynthOptions o;
     o.dtype = *dt;

@@ -16,6 +16,9 @@ void register_verify(CLI::App& app);
 void register_synth(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_quantize(CLI::App& app);
+void register_perplexity(CLI::App& app);
+void register_kl(CLI::App& app);
 
 // Prints a failed Status to stderr as "pocket <cmd>: <error>" and returns the process exit code (1).
 int report(const char* cmd, const Status& st);
@@ -24,7 +27,7 @@ std::string format_bytes(uint64_t bytes);
 
 }  // namespace pocket::cli
 
-// Defined by subcommands written by other components when present (weak: absent in a lean build).
+// The tokenizer inspection command lives in the tokenizer component's namespace.
 namespace pocket {
-void register_tokenize(CLI::App& app) __attribute__((weak));
+void register_tokenize(CLI::App& app);  // cmd_tokenize.cc
 }

@@ -1,5 +1,6 @@
 // `pocket`: the command-line front end (llama.cpp's conventions where they exist).
 #include <cstdio>
+#include <string_view>
 
 #include "commands.h"
 
@@ -29,7 +30,15 @@ int main(int argc, char** argv) {
   pocket::cli::register_synth(app);
   pocket::cli::register_plan(app);
   pocket::cli::register_bench(app);
-  if (pocket::register_tokenize != nullptr) pocket::register_tokenize(app);
+  pocket::cli::register_quantize(app);
+  pocket::cli::register_perplexity(app);
+  pocket::cli::register_kl(app);
+  pocket::register_tokenize(app);
+  // llama.cpp spells the draft model "-md"; CLI11 takes one-letter short options only.
+  static char kModelDraft[] = "--model-draft";
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "-md") argv[i] = kModelDraft;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -30,7 +30,7 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// y = y * c (c may be 0) 
+// y *= c (c is 0 on the first tile, exp(-inf))
 inline void scale(float* y, float c, int64_t n) {
   const __m256 vc = _mm256_set1_ps(c);
   int64_t e = 0;

@@ -1,0 +1,88 @@
+// Package-to-package requantisation, streaming one tensor at a time.
+#include "convert/quantize_model.h"
+
+#include <cstring>
+#include <vector>
+
+#include "convert/tensor_fill.h"
+#include "format/package.h"
+#include "format/package_writer.h"
+#include "kernels/ref/ops_ref.h"
+#include "model/hparams.h"
+#include "quant/quantize.h"
+
+namespace pocket {
+
+namespace {
+
+// Bits per weight, to pick the more precise of two dtypes.
+double bits_per_weight(DType t) {
+  auto info = dtype_info(static_cast<uint32_t>(t));
+  return info ? 8.0 * info->block_bytes / info->block_elems : 0.0;
+}
+
+Status tensor_to_f32(const TensorInfo& t, std::vector<float>* out) {
+  const int64_t rows = static_cast<int64_t>(t.rows()), cols = static_cast<int64_t>(t.cols());
+  out->resize(static_cast<size_t>(rows * cols));
+  if (quant::is_quantised(t.dtype)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      POCKET_RETURN_IF_ERROR(quant::dequantize_row(t.dtype, std::span<const uint8_t>(t.data, t.size), rows, cols, r,
+                                                   out->data() + r * cols));
+    }
+    return Status::ok();
+  }
+  const uint64_t rb = *row_bytes(t.dtype, static_cast<uint64_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) ref::row_to_f32(out->data() + r * cols, t.data + r * rb, t.dtype, cols);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::optional<DType> parse_quant_type(const std::string& name) {
+  if (name == "q4" || name == "q4_g32") return DType::kQ4G32;
+  if (name == "q4_g64") return DType::kQ4G64;
+  if (name == "q4_g32a") return DType::kQ4G32A;
+  if (name == "q8" || name == "q8_g32") return DType::kQ8G32;
+  if (name == "f16") return DType::kF16;
+  if (name == "bf16") return DType::kBF16;
+  if (name == "f32") return DType::kF32;
+  return std::nullopt;
+}
+
+Status quantize_model(const std::string& in_path, const std::string& out_path, const QuantizePolicy& policy) {
+  POCKET_ASSIGN_OR_RETURN(Package pkg, Package::open(in_path));
+  POCKET_ASSIGN_OR_RETURN(HParams h, HParams::from_json(pkg.descriptor_json()));
+  const DType embed = policy.embed.value_or(policy.matrices);
+  const DType head = policy.head.value_or(policy.matrices);
+  const DType tied = bits_per_weight(embed) >= bits_per_weight(head) ? embed : head;
+  PackageWriter w;
+  w.set_descriptor(std::string(pkg.descriptor_json()));
+  w.set_inference_config(std::string(pkg.config_json()));
+  auto tok = pkg.tokenizer_bytes();
+  w.set_tokenizer(std::vector<uint8_t>(tok.begin(), tok.end()));
+  for (const TensorInfo& t : pkg.tensors()) {
+    DType dst;
+    if (t.shape.size() < 2) {
+      dst = DType::kF32;  // norms and biases
+    } else if (t.name == "token_embd.weight") {
+      dst = h.tied_embeddings ? tied : embed;
+    } else if (t.name == "output.weight") {
+      dst = head;
+    } else {
+      dst = policy.matrices;
+    }
+    const TensorInfo* tp = &t;
+    POCKET_RETURN_IF_ERROR(w.add_tensor(t.name, dst, t.shape, [tp, dst](std::span<uint8_t> out) -> Status {
+      if (tp->dtype == dst) {  // already in the target format: copied bit for bit
+        std::memcpy(out.data(), tp->data, tp->size);
+        return Status::ok();
+      }
+      std::vector<float> f;
+      POCKET_RETURN_IF_ERROR(tensor_to_f32(*tp, &f));
+      return convert_f32(f, dst, tp->rows(), tp->cols(), out);
+    }));
+  }
+  return w.write(out_path);
+}
+
+}  // namespace pocket

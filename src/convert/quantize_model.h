@@ -1,0 +1,26 @@
+// `pocket quantize`: rewrite a package's weight matrices in a block format under a per-tensor precision
+// policy. Norms and biases stay f32; the embedding and the output head can be given their own precision.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "format/dtype.h"
+
+namespace pocket {
+
+struct QuantizePolicy {
+  DType matrices = DType::kQ4G32;   // every attention/FFN matrix
+  std::optional<DType> embed;       // token_embd.weight (default: `matrices`)
+  std::optional<DType> head;        // output.weight when untied (default: `matrices`); with tied
+                                    // embeddings the one tensor takes the more precise of embed and head
+};
+
+// Reads IN, writes OUT; every source dtype (f32/f16/bf16/block types) is dequantised to f32 rows first.
+Status quantize_model(const std::string& in_path, const std::string& out_path, const QuantizePolicy& policy);
+
+// "q4_g32" | "q4" -> Q4G32, "q4_g64", "q4_g32a", "q8" | "q8_g32", "f16", "bf16", "f32".
+std::optional<DType> parse_quant_type(const std::string& name);
+
+}  // namespace pocket

@@ -1,0 +1,276 @@
+// The speculative decode loop: draft → verify (one batched target pass) → accept → roll back.
+#include "speculative/speculative_session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "speculative/block_drafter.h"
+#include "speculative/draft_model_drafter.h"
+
+namespace pocket {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+Expected<SpecMethod> parse_spec_method(std::string_view name) {
+  if (name == "none") return SpecMethod::kNone;
+  if (name == "ngram") return SpecMethod::kNgram;
+  if (name == "draft") return SpecMethod::kDraftModel;
+  if (name == "block") return SpecMethod::kBlock;
+  return invalid_argument("[speculative] unknown method '" + std::string(name) + "' (expected none, ngram or draft)");
+}
+
+const char* spec_method_name(SpecMethod m) {
+  switch (m) {
+    case SpecMethod::kNone: return "none";
+    case SpecMethod::kNgram: return "ngram";
+    case SpecMethod::kDraftModel: return "draft";
+    case SpecMethod::kBlock: return "block";
+  }
+  return "?";
+}
+
+Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::shared_ptr<const Model> target,
+                                                                         const SessionOptions& opts,
+                                                                         const SpeculativeOptions& spec) {
+  return create(std::move(target), opts, spec, nullptr);
+}
+
+Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::shared_ptr<const Model> target,
+                                                                         const SessionOptions& opts,
+                                                                         const SpeculativeOptions& spec,
+                                                                         std::unique_ptr<Drafter> drafter) {
+  if (target == nullptr) return invalid_argument("[speculative] target model is null");
+  if (spec.draft_max < 1 || spec.draft_max > kMaxDraft) {
+    return invalid_argument("[speculative] draft length k = " + std::to_string(spec.draft_max) + " is out of range: " +
+                            "k must be 1.." + std::to_string(kMaxDraft) + " (the verify batch is k + 1 rows)");
+  }
+  if (opts.n_ctx < 0) return invalid_argument("[speculative] n_ctx must be >= 0 (0 = the package default)");
+  if (opts.n_threads < 0 || opts.n_threads > 512) return invalid_argument("[speculative] n_threads must be 0..512");
+  if (opts.n_batch < 0) return invalid_argument("[speculative] n_batch must be >= 0");
+  const bool custom = drafter != nullptr;
+  if (!custom && spec.method == SpecMethod::kBlock) {
+    return load_block_drafter(spec.draft_model_path).take_status();
+  }
+  if (!custom && spec.method == SpecMethod::kDraftModel && spec.draft_model == nullptr &&
+      spec.draft_model_path.empty()) {
+    return invalid_argument("[speculative] --spec draft needs a draft model (-md DRAFT.pocket)");
+  }
+
+  std::unique_ptr<SpeculativeSession> s(new SpeculativeSession(spec.draft_max, spec.adaptive));
+  s->model_ = target;
+  const int threads = opts.n_threads > 0 ? opts.n_threads : ThreadPool::default_threads();
+  const int64_t rows = spec.draft_max + 1;
+  SessionShape shape;
+  shape.n_ctx = opts.n_ctx;
+  shape.n_batch = opts.n_batch > 0 ? std::max<int64_t>(opts.n_batch, rows) : 0;
+  shape.n_threads = threads;
+  shape.n_logit_rows = std::max<int64_t>(opts.n_logit_rows, rows);
+  s->pool_ = std::make_unique<ThreadPool>(threads);
+  POCKET_ASSIGN_OR_RETURN(s->transformer_, Transformer::create(target, shape, s->pool_.get(), opts.mem_budget_bytes));
+  if (s->transformer_->shape().n_logit_rows < rows) {  // n_ctx itself smaller than k + 1
+    return invalid_argument("[speculative] a context of " + std::to_string(s->transformer_->n_ctx()) +
+                            " positions cannot hold a verify batch of k + 1 = " + std::to_string(rows) + " rows");
+  }
+  if (custom) {
+    s->drafter_ = std::move(drafter);
+  } else if (spec.method == SpecMethod::kNgram) {
+    POCKET_ASSIGN_OR_RETURN(s->drafter_, NgramDrafter::create(spec.ngram));
+  } else if (spec.method == SpecMethod::kDraftModel) {
+    std::shared_ptr<const Model> draft = spec.draft_model;
+    std::string label = spec.draft_model_path.empty() ? std::string("(in memory)") : spec.draft_model_path;
+    if (draft == nullptr) {
+      POCKET_ASSIGN_OR_RETURN(draft, Model::load(spec.draft_model_path));
+    }
+    POCKET_ASSIGN_OR_RETURN(s->drafter_, DraftModelDrafter::create(std::move(draft), *target,
+                                                                   s->transformer_->n_ctx(), s->pool_.get(), label));
+  }
+  s->history_.reserve(static_cast<size_t>(s->transformer_->n_ctx()));
+  s->batch_.assign(static_cast<size_t>(kMaxDraft + 1), 0);
+  const Tokenizer& tok = target->tokenizer();
+  if (tok.eos_id() >= 0) s->stop_ids_.push_back(tok.eos_id());
+  for (int32_t id : target->config().stop_tokens) s->stop_ids_.push_back(id);
+  return s;
+}
+
+void SpeculativeSession::reset() {
+  transformer_->truncate(0);
+  history_.clear();
+  pending_ = -1;
+  draft_len_.reset();
+  if (drafter_) drafter_->reset();
+}
+
+bool SpeculativeSession::is_stop_token(int32_t id) const {
+  return std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();
+}
+
+Status SpeculativeSession::generate(std::string_view prompt, const GenerateOptions& opts, const TokenCallback& on_token,
+                                    const std::atomic<bool>* cancel, GenerateStats* stats) {
+  std::vector<int32_t> ids;
+  EncodeOptions eo;
+  eo.add_bos = opts.add_bos && history_.empty() && model_->config().add_bos;
+  eo.parse_special = opts.parse_special;
+  POCKET_RETURN_IF_ERROR(model_->tokenizer().encode(prompt, eo, &ids));
+  return generate_tokens(ids, opts, on_token, cancel, stats);
+}
+
+Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, const GenerateOptions& opts,
+                                           const TokenCallback& on_token, const std::atomic<bool>* cancel,
+                                           GenerateStats* stats) {
+  GenerateStats local;
+  GenerateStats& st = stats != nullptr ? *stats : local;
+  st = GenerateStats{};
+  spec_stats_ = SpecStats{};
+  if (opts.n_predict < -1) return invalid_argument("[generate] n_predict must be >= -1 (-1 = until a stop token)");
+  const int64_t n_ctx = transformer_->n_ctx();
+  if (prompt.empty() && history_.empty()) return invalid_argument("[generate] empty prompt and nothing to continue from");
+  std::vector<int32_t> to_eval;
+  to_eval.reserve(prompt.size() + 1);
+  if (pending_ >= 0) to_eval.push_back(pending_);
+  to_eval.insert(to_eval.end(), prompt.begin(), prompt.end());
+  if (n_past() + static_cast<int64_t>(to_eval.size()) > n_ctx) {
+    return Status(ErrorCode::kContextExceeded, "[generate] the prompt has " + std::to_string(prompt.size()) +
+                                                   " tokens; with " + std::to_string(n_past()) +
+                                                   " already in the session that exceeds the context of " +
+                                                   std::to_string(n_ctx));
+  }
+  POCKET_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(opts.sampling, static_cast<int32_t>(model_->hparams().n_vocab)));
+  for (int32_t id : history_) sampler.accept(id);
+  if (pending_ >= 0) sampler.accept(pending_);
+
+  const auto t0 = Clock::now();
+  if (!to_eval.empty()) {
+    POCKET_RETURN_IF_ERROR(transformer_->forward(to_eval, /*all_logits=*/false, cancel));
+    pending_ = -1;
+    for (int32_t id : prompt) sampler.accept(id);
+    history_.insert(history_.end(), to_eval.begin(), to_eval.end());
+  }
+  st.n_prompt = static_cast<int64_t>(prompt.size());
+  st.prefill_seconds = seconds_since(t0);
+  if (opts.n_predict == 0) {
+    st.stop = StopReason::kLength;
+    return Status::ok();
+  }
+
+  // Decode. Invariant at the top of each round: `next` was drawn from the target's distribution after
+  // history_, and every token of history_ is in the KV cache. Each emitted token costs exactly one draw,
+  // in the same order as the plain Session, so a fixed seed sees the same stream of uniforms.
+  const Tokenizer& tok = model_->tokenizer();
+  const auto t1 = Clock::now();
+  stream_.reset();
+  int32_t prev = history_.empty() ? -1 : history_.back();
+  enum class Step { kContinue, kStop };
+  // Emits `id` (or recognises a stop token); says whether generation goes on and records why not.
+  auto deliver = [&](int32_t id) -> Step {
+    if (opts.stop_at_eos && is_stop_token(id)) {
+      st.stop = StopReason::kStopToken;
+      return Step::kStop;
+    }
+    ++st.n_generated;
+    sampler.accept(id);
+    const bool keep_going = on_token ? on_token(id, stream_.feed(tok.decode_piece(prev, id))) : true;
+    prev = id;
+    if (!keep_going) {
+      st.stop = StopReason::kCallback;
+      return Step::kStop;
+    }
+    if (opts.n_predict > 0 && st.n_generated >= opts.n_predict) {
+      st.stop = StopReason::kLength;
+      return Step::kStop;
+    }
+    return Step::kContinue;
+  };
+  auto finish = [&](Status s) {
+    st.decode_seconds = seconds_since(t1);
+    return s;
+  };
+
+  Expected<int32_t> first = sampler.sample(transformer_->logits(0));
+  if (!first) return finish(first.status());
+  int32_t next = *first;
+  int32_t* const draft = batch_.data() + 1;
+  for (;;) {
+    if (deliver(next) == Step::kStop) {
+      if (st.stop != StopReason::kStopToken) pending_ = next;  // emitted, evaluated by the next call
+      break;
+    }
+    if (n_past() >= n_ctx) {
+      st.stop = StopReason::kContextFull;
+      pending_ = next;
+      break;
+    }
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      pending_ = next;
+      return finish(Status(ErrorCode::kCancelled, "[generate] cancelled"));
+    }
+    // Draft: at most k, no more rows than the context holds after `next`, no more tokens than are wanted.
+    int64_t k = drafter_ ? draft_len_.current() : 0;
+    k = std::min<int64_t>(k, n_ctx - n_past() - 1);
+    if (opts.n_predict > 0) k = std::min<int64_t>(k, opts.n_predict - st.n_generated);
+    history_.push_back(next);  // the context the drafter continues (capacity n_ctx: no reallocation)
+    int32_t nd = 0;
+    if (k > 0) {
+      Expected<int32_t> got = drafter_->propose(history_, std::span<int32_t>(draft, static_cast<size_t>(k)));
+      if (!got) {
+        history_.pop_back();
+        pending_ = next;
+        return finish(got.status());
+      }
+      nd = std::clamp<int32_t>(*got, 0, static_cast<int32_t>(k));
+    }
+    // Verify: `next` and the draft in one batched pass, logits for every row.
+    batch_[0] = next;
+    Status fs = transformer_->forward(std::span<const int32_t>(batch_.data(), static_cast<size_t>(nd) + 1),
+                                      /*all_logits=*/true, cancel);
+    if (!fs.is_ok()) {
+      history_.pop_back();
+      pending_ = next;
+      return finish(fs);
+    }
+    ++spec_stats_.n_passes;
+    spec_stats_.n_drafted += nd;
+    // Accept: row i holds the target's distribution after history_ + draft[0..i). Draw from it; while the
+    // draw equals the draft token the next row is valid too. The first draw that differs (or the draw from
+    // the last row, the bonus) becomes `next`; the cache rolls back past the rejected draft tokens.
+    const int64_t base = n_past() - nd;  // cache length holding history_ (with `next`), without the draft
+    int32_t i = 0;
+    bool done = false;
+    for (;; ++i) {
+      Expected<int32_t> y = sampler.sample(transformer_->logits(i));
+      if (!y) {
+        transformer_->truncate(base + i);
+        history_.insert(history_.end(), draft, draft + i);
+        return finish(y.status());
+      }
+      if (i < nd && *y == draft[i]) {
+        if (deliver(*y) == Step::kContinue) continue;
+        // Generation ends on an accepted draft token: keep what precedes it evaluated.
+        if (st.stop != StopReason::kStopToken) pending_ = *y;
+        done = true;
+      } else {
+        next = *y;
+      }
+      break;
+    }
+    transformer_->truncate(base + i);  // roll back: forget the draft tokens after the accepted prefix
+    history_.insert(history_.end(), draft, draft + i);
+    const int32_t matched = i + (done ? 1 : 0);  // a draft token that ended generation still matched
+    spec_stats_.n_accepted += matched;
+    if (nd > 0) {
+      drafter_->observe(nd, matched);
+      draft_len_.update(nd, matched);
+    }
+    if (done) break;
+  }
+  st.decode_seconds = seconds_since(t1);
+  if (stream_.pending() > 0) {
+    const std::string_view tail = stream_.flush();
+    if (on_token) (void)on_token(-1, tail);
+  }
+  return Status::ok();
+}
+
+}  // namespace pocket

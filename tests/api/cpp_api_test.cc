@@ -1,0 +1,52 @@
+// The C++ wrappers (pocket.hpp): load, tokenize round trip, generate with a lambda, errors as values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "convert/synth.h"
+#include "pocket/pocket.hpp"
+#include "test_util.h"
+
+namespace {
+
+TEST(CppApi, LoadTokenizeGenerate) {
+  pocket::testing::TempDir dir;
+  auto h = pocket::architecture_preset("tiny");
+  ASSERT_TRUE(h);
+  pocket::SynthOptions o;
+  o.dtype = pocket::DType::kQ8G32;
+  const std::string path = dir.file("tiny.pocket");
+  ASSERT_TRUE(pocket::synthesize_model(*h, path, o).is_ok());
+
+  auto [bad, err] = pocket::api::Model::load(dir.file("missing.pocket"));
+  EXPECT_FALSE(bad);
+  EXPECT_EQ(err.code, POCKET_ERR_IO);
+  EXPECT_NE(err.message.find("missing.pocket"), std::string::npos);
+
+  auto [model, e1] = pocket::api::Model::load(path);
+  ASSERT_FALSE(e1) << e1.message;
+  auto [ids, e2] = model.tokenize("hello world");
+  ASSERT_FALSE(e2) << e2.message;
+  ASSERT_FALSE(ids.empty());
+  auto [text, e3] = model.detokenize(ids);
+  ASSERT_FALSE(e3) << e3.message;
+  EXPECT_EQ(text, "hello world");
+
+  auto [session, e4] = pocket::api::Session::create(model);
+  ASSERT_FALSE(e4) << e4.message;
+  pocket_generate_params gp = pocket_generate_default_params();
+  gp.n_predict = 12;
+  int pieces = 0;
+  pocket_generate_stats stats{};
+  auto e5 = session.generate("hello", gp, [&](std::string_view) { return ++pieces < 100; }, &stats);
+  ASSERT_FALSE(e5) << e5.message;
+  // One call per token, plus at most one more that flushes a character left incomplete at the end.
+  EXPECT_GE(pieces, stats.n_generated);
+  EXPECT_LE(pieces, stats.n_generated + 1);
+  EXPECT_GT(pieces, 0);
+  gp.top_p = NAN;
+  gp.temperature = 0.7f;
+  EXPECT_EQ(session.generate("hello", gp, [](std::string_view) { return true; }).code, POCKET_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace

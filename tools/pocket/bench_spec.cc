@@ -1,0 +1,145 @@
+// Speculative rows of `pocket bench`: plain vs speculative greedy decoding of the same prompt, and the
+// verify-pass cost (k + 1 rows with all logits) relative to one single-row decode step.
+#include "bench_spec.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "commands.h"
+#include "generate/session.h"
+#include "sampling/rng.h"
+#include "speculative/speculative_session.h"
+
+namespace pocket::cli {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+}  // namespace
+
+int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
+  auto method = parse_spec_method(a.method);
+  if (!method) return report("bench", method.status());
+  auto model = Model::load(a.model);
+  if (!model) return report("bench", model.status());
+  const HParams& h = (*model)->hparams();
+
+  std::vector<int32_t> prompt;
+  if (!a.prompt_file.empty()) {
+    std::ifstream in(a.prompt_file, std::ios::binary);
+    if (!in) return report("bench", io_error("[bench] cannot read prompt file '" + a.prompt_file + "'"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EncodeOptions eo;
+    eo.add_bos = (*model)->config().add_bos;
+    if (Status st = (*model)->tokenizer().encode(ss.str(), eo, &prompt); !st.is_ok()) return report("bench", st);
+  } else {
+    Rng rng(1234);
+    prompt.resize(static_cast<size_t>(std::max(1, a.n_prompt)));
+    for (auto& id : prompt) id = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(h.n_vocab));
+  }
+  SessionOptions so;
+  so.n_threads = a.threads;
+  so.n_ctx = std::min<int64_t>(h.n_ctx_train, static_cast<int64_t>(prompt.size()) + a.n_gen + kMaxDraft + 2);
+  SpeculativeOptions spec;
+  spec.method = *method;
+  spec.draft_max = a.draft_max;
+  spec.draft_model_path = a.draft_model;
+  auto plain = Session::create(*model, so);
+  if (!plain) return report("bench", plain.status());
+  auto specs = SpeculativeSession::create(*model, so, spec);
+  if (!specs) return report("bench", specs.status());
+
+  GenerateOptions go;
+  go.n_predict = a.n_gen;
+  go.stop_at_eos = false;
+  go.add_bos = false;  // the prompt is already encoded
+  std::vector<int32_t> out_plain, out_spec;
+  std::vector<double> tps_plain, tps_spec;
+  SpecStats ss;
+  for (int r = 0; r <= a.reps; ++r) {  // run 0 is the warm-up
+    (*plain)->reset();
+    (*specs)->reset();
+    out_plain.clear();
+    out_spec.clear();
+    GenerateStats gp, gs;
+    Status st = (*plain)->generate_tokens(prompt, go, [&](int32_t id, std::string_view) {
+      out_plain.push_back(id);
+      return true;
+    }, nullptr, &gp);
+    if (st.is_ok()) {
+      st = (*specs)->generate_tokens(prompt, go, [&](int32_t id, std::string_view) {
+        out_spec.push_back(id);
+        return true;
+      }, nullptr, &gs);
+    }
+    if (!st.is_ok()) return report("bench", st);
+    if (r == 0) continue;
+    tps_plain.push_back(gp.decode_tps());
+    tps_spec.push_back(gs.decode_tps());
+    ss = (*specs)->spec_stats();
+  }
+  const bool same = out_plain == out_spec;
+
+  // The verify pass against one decode step, at the depth of the prompt.
+  Transformer& t = (*specs)->transformer();  // sized for k + 1 logit rows
+  const int64_t rows = a.draft_max + 1;
+  std::vector<int32_t> batch(static_cast<size_t>(rows), prompt.back());
+  std::vector<double> t1, tk;
+  const int64_t depth = static_cast<int64_t>(prompt.size());
+  for (int r = 0; r <= a.reps * 4; ++r) {
+    t.truncate(depth);
+    double s0 = now_s();
+    if (Status st = t.forward(std::span<const int32_t>(batch.data(), 1), false); !st.is_ok()) return report("bench", st);
+    const double one = now_s() - s0;
+    t.truncate(depth);
+    s0 = now_s();
+    if (Status st = t.forward(batch, true); !st.is_ok()) return report("bench", st);
+    const double many = now_s() - s0;
+    if (r == 0) continue;
+    t1.push_back(one);
+    tk.push_back(many);
+  }
+  const double m1 = median(t1), mk = median(tk);
+  const double p = median(tps_plain), s = median(tps_spec);
+  const std::string N = std::to_string(a.n_gen);
+  if (json != nullptr) {
+    (*json)["speculative"] = {{"method", a.method},
+                              {"draft_max", a.draft_max},
+                              {"prompt_tokens", prompt.size()},
+                              {"plain_tps_median", p},
+                              {"spec_tps_median", s},
+                              {"speedup", p > 0 ? s / p : 0.0},
+                              {"tokens_per_pass", ss.tokens_per_pass()},
+                              {"acceptance_rate", ss.acceptance_rate()},
+                              {"outputs_identical", same},
+                              {"verify_rows", rows},
+                              {"verify_ms", mk * 1e3},
+                              {"decode_step_ms", m1 * 1e3},
+                              {"verify_cost_ratio", m1 > 0 ? mk / m1 : 0.0}};
+    return 0;
+  }
+  std::printf("\n| test | t/s (median) | tokens/pass | acceptance | speedup |\n| --- | ---: | ---: | ---: | ---: |\n");
+  std::printf("| tg%s plain | %.2f | 1.00 | - | 1.00x |\n", N.c_str(), p);
+  std::printf("| tg%s spec=%s k=%d | %.2f | %.2f | %.1f%% | %.2fx |\n", N.c_str(), a.method.c_str(), a.draft_max, s,
+              ss.tokens_per_pass(), 100.0 * ss.acceptance_rate(), p > 0 ? s / p : 0.0);
+  std::printf("\nprompt %zu tokens; outputs %s\n", prompt.size(), same ? "identical (lossless)" : "DIFFER");
+  std::printf("verify pass of %lld rows at depth %lld: %.3f ms vs one decode step %.3f ms = %.2fx\n",
+              static_cast<long long>(rows), static_cast<long long>(depth), mk * 1e3, m1 * 1e3, m1 > 0 ? mk / m1 : 0.0);
+  return same ? 0 : 1;
+}
+
+}  // namespace pocket::cli

@@ -1,0 +1,18 @@
+// `pocket bench --spec ...`: speculative decoding against plain decoding on the same prompt — tokens/s,
+// tokens per target pass, acceptance, speedup — and the cost of one verify pass of k + 1 rows.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace pocket::cli {
+
+struct SpecBenchArgs {
+  std::string model, method = "none", draft_model, prompt_file;
+  int draft_max = 8, n_prompt = 512, n_gen = 128, reps = 5, threads = 0;
+};
+
+// Prints markdown rows (or fills `json` when non-null). Returns the process exit code.
+int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json);
+
+}  // namespace pocket::cli

@@ -1,0 +1,21 @@
+// Torch-free entry points to the libtorch model, for tests and tools that must not include torch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "run/named_tensor.h"
+#include "core/status.h"
+#include "model/hparams.h"
+
+namespace pocket::train {
+
+// The freshly initialised weights of a model with hyper-parameters `h` (the trainer's initialisation).
+Expected<std::vector<NamedTensor>> init_model_weights(const HParams& h, uint64_t seed);
+
+// Logits of every position of `tokens` (one sequence) computed by the libtorch model: [n_tokens, n_vocab].
+Expected<std::vector<float>> libtorch_logits(const HParams& h, const std::vector<NamedTensor>& weights,
+                                             std::span<const int32_t> tokens);
+
+}  // namespace pocket::train

@@ -1,0 +1,39 @@
+// pocket-train: pretraining, SFT, evaluation and export of pocket models with libtorch.
+#include <cstdio>
+#include <cstring>
+
+#include "commands.h"
+
+namespace {
+
+void usage() {
+  std::printf(
+      "usage: pocket-train <command> [flags]   (each command takes --help)\n"
+      "  make-data  write a character tokenizer and generated stories + chats (smoke runs, tests)\n"
+      "  tokenize   text (blank-line separated documents, or JSONL {\"text\"}) or chats (--chat, JSONL\n"
+      "             {\"messages\"}) -> a token shard\n"
+      "  pretrain   train a model from scratch (or resume the run in --out)\n"
+      "  sft        fine-tune a pretrained run on chats, loss on assistant tokens only\n"
+      "  eval       held-out loss of a checkpoint, and greedy answer accuracy on chats\n"
+      "  export     a checkpoint -> a .pocket package for `pocket run`\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace pocket::train;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    usage();
+    return argc < 2 ? 1 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "pretrain") return cli::cmd_train(Stage::kPretrain, argc, argv);
+  if (cmd == "sft") return cli::cmd_train(Stage::kSft, argc, argv);
+  if (cmd == "export") return cli::cmd_export(argc, argv);
+  if (cmd == "eval") return cli::cmd_eval(argc, argv);
+  if (cmd == "tokenize") return cli::cmd_tokenize(argc, argv);
+  if (cmd == "make-data") return cli::cmd_make_data(argc, argv);
+  std::fprintf(stderr, "pocket-train: unknown command '%s'\n", cmd.c_str());
+  usage();
+  return 1;
+}
