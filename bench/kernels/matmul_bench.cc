@@ -109,7 +109,11 @@ void BM_gemv_q4g64(benchmark::State& s) { run_matmul(s, DType::kQ4G64, 1); }
 void BM_gemv_q4g32a(benchmark::State& s) { run_matmul(s, DType::kQ4G32A, 1); }
 void BM_gemv_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 1); }
 void BM_gemv_f16(benchmark::State& s) { run_matmul(s, DType::kF16, 1); }
+void BM_gemv_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 1); }
+void BM_gemm8_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 8); }
+void BM_gemm8_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 8); }
 void BM_gemm512_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 512); }
+void BM_gemm512_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 512); }
 void BM_gemm512_q4g64(benchmark::State& s) { run_matmul(s, DType::kQ4G64, 512); }
 void BM_gemm512_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 512); }
 void BM_gemm512_f16(benchmark::State& s) { run_matmul(s, DType::kF16, 512); }
@@ -121,6 +125,7 @@ void BM_gemv_hot_q4g64(benchmark::State& s) { run_matmul(s, DType::kQ4G64, 1, tr
 void BM_gemv_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 1, true); }
 void BM_gemm64_hot_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 64, true); }
 void BM_gemm64_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 64, true); }
+void BM_gemm64_hot_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 64, true); }
 void hot_shape(benchmark::internal::Benchmark* b) {
   b->Args({256, 1024, 1})->ArgNames({"rows", "n", "threads"})->Unit(benchmark::kMicrosecond);
 }
@@ -129,13 +134,18 @@ BENCHMARK(BM_gemv_hot_q4g64)->Apply(hot_shape);
 BENCHMARK(BM_gemv_hot_q8g32)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q4g32)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q8g32)->Apply(hot_shape);
+BENCHMARK(BM_gemm64_hot_q4g32r8)->Apply(hot_shape);
 
 BENCHMARK(BM_gemv_q4g32)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_q4g64)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_q4g32a)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_q8g32)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_f16)->Apply(gemv_shapes);
+BENCHMARK(BM_gemv_q4g32r8)->Apply(gemv_shapes);
+BENCHMARK(BM_gemm8_q4g32)->Apply(gemm_shapes);
+BENCHMARK(BM_gemm8_q4g32r8)->Apply(gemm_shapes);
 BENCHMARK(BM_gemm512_q4g32)->Apply(gemm_shapes);
+BENCHMARK(BM_gemm512_q4g32r8)->Apply(gemm_shapes);
 BENCHMARK(BM_gemm512_q4g64)->Apply(gemm_shapes);
 BENCHMARK(BM_gemm512_q8g32)->Apply(gemm_shapes);
 BENCHMARK(BM_gemm512_f16)->Apply(gemm_shapes);

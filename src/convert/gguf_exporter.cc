@@ -48,6 +48,7 @@ uint32_t ggml_type_for(DType t) {
     case DType::kQ4G32: return ggml::kQ4_0;
     case DType::kQ4G32A: return ggml::kQ4_1;
     case DType::kQ4G64: return ggml::kQ4_0;  // no ggml equivalent: requantised
+    case DType::kQ4G32R8: return ggml::kQ4_0;  // de-interleaved
   }
   return ggml::kF16;
 }
@@ -154,7 +155,9 @@ Status export_gguf(const std::string& pocket_path, const std::string& out_path, 
     DType target = DType::kF32;
     if (matrix) {
       switch (opts.type) {
-        case GgufExportType::kKeep: target = t.dtype == DType::kQ4G64 ? DType::kQ4G32 : t.dtype; break;
+        case GgufExportType::kKeep:
+          target = t.dtype == DType::kQ4G64 || t.dtype == DType::kQ4G32R8 ? DType::kQ4G32 : t.dtype;
+          break;
         case GgufExportType::kF32: target = DType::kF32; break;
         case GgufExportType::kF16: target = DType::kF16; break;
         case GgufExportType::kQ8_0: target = DType::kQ8G32; break;
@@ -181,6 +184,13 @@ Status export_gguf(const std::string& pocket_path, const std::string& out_path, 
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t from = perm ? perm_row(r, hd, to_il) : r;
           std::memcpy(out.data() + r * *rb, data.data() + from * *rb, *rb);
+        }
+        return Status::ok();
+      }
+      if (src->dtype == DType::kQ4G32R8 && target == DType::kQ4G32) {  // Q4_0 blocks, de-interleaved losslessly
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t from = perm ? perm_row(r, hd, to_il) : r;
+          quant::r8_row(reinterpret_cast<quant::BlockQ4G32*>(out.data() + r * *rb), data.data(), cols, from);
         }
         return Status::ok();
       }

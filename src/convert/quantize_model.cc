@@ -38,6 +38,13 @@ Status tensor_to_f32(const TensorInfo& t, std::vector<float>* out) {
 
 }  // namespace
 
+DType storage_dtype(DType dst, const std::string& name, uint64_t rows, bool interleave) {
+  if (interleave && dst == DType::kQ4G32 && rows % 8 == 0 && rows > 0 && name != "token_embd.weight") {
+    return DType::kQ4G32R8;
+  }
+  return dst;
+}
+
 std::optional<DType> parse_quant_type(const std::string& name) {
   if (name == "q4" || name == "q4_g32") return DType::kQ4G32;
   if (name == "q4_g64") return DType::kQ4G64;
@@ -71,10 +78,23 @@ Status quantize_model(const std::string& in_path, const std::string& out_path, c
     } else {
       dst = policy.matrices;
     }
+    if (t.shape.size() == 2) dst = storage_dtype(dst, t.name, t.shape[0], policy.interleave);
     const TensorInfo* tp = &t;
     POCKET_RETURN_IF_ERROR(w.add_tensor(t.name, dst, t.shape, [tp, dst](std::span<uint8_t> out) -> Status {
       if (tp->dtype == dst) {  // already in the target format: copied bit for bit
         std::memcpy(out.data(), tp->data, tp->size);
+        return Status::ok();
+      }
+      if (tp->dtype == DType::kQ4G32 && dst == DType::kQ4G32R8) {  // the same blocks, rearranged
+        quant::interleave_r8(out.data(), tp->data, static_cast<int64_t>(tp->rows()), static_cast<int64_t>(tp->cols()));
+        return Status::ok();
+      }
+      if (tp->dtype == DType::kQ4G32R8 && dst == DType::kQ4G32) {
+        const int64_t cols = static_cast<int64_t>(tp->cols());
+        const uint64_t rb = *row_bytes(DType::kQ4G32, tp->cols());
+        for (uint64_t r = 0; r < tp->rows(); ++r) {
+          quant::r8_row(reinterpret_cast<quant::BlockQ4G32*>(out.data() + r * rb), tp->data, cols, static_cast<int64_t>(r));
+        }
         return Status::ok();
       }
       std::vector<float> f;

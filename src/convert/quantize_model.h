@@ -15,7 +15,13 @@ struct QuantizePolicy {
   std::optional<DType> embed;       // token_embd.weight (default: `matrices`)
   std::optional<DType> head;        // output.weight when untied (default: `matrices`); with tied
                                     // embeddings the one tensor takes the more precise of embed and head
+  bool interleave = true;           // Q4G32 matrices with a multiple of 8 rows (not the embedding table)
+                                    // are written as Q4G32R8, the layout the batched kernels read
 };
+
+// The dtype a tensor of this name and row count is stored as under `policy` once its precision `dst` is
+// chosen: Q4G32 becomes Q4G32R8 where the layout applies (see QuantizePolicy::interleave).
+DType storage_dtype(DType dst, const std::string& name, uint64_t rows, bool interleave);
 
 // Reads IN, writes OUT; every source dtype (f32/f16/bf16/block types) is dequantised to f32 rows first.
 Status quantize_model(const std::string& in_path, const std::string& out_path, const QuantizePolicy& policy);

@@ -8,6 +8,7 @@
 #include "format/package_writer.h"
 #include "model/model.h"
 #include "sampling/rng.h"
+#include "convert/quantize_model.h"
 #include "tokenizer/tokenizer_data.h"
 
 namespace pocket {
@@ -64,7 +65,7 @@ Status synthesize_model(const HParams& h, const std::string& out_path, const Syn
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
     const uint64_t seed = opts.seed * 1000003ull + tensor_index++;
     const float stdev = 1.0f / std::sqrt(static_cast<float>(cols));
-    const DType t = opts.dtype;
+    const DType t = storage_dtype(opts.dtype, name, static_cast<uint64_t>(rows), opts.interleave);
     return pw.add_tensor(name, t, {static_cast<uint64_t>(rows), static_cast<uint64_t>(cols)},
                          [=](std::span<uint8_t> out) {
                            Rng rng(seed);

@@ -15,6 +15,7 @@ struct SynthOptions {
   DType dtype = DType::kF16;  // weight matrices (norms stay f32)
   uint64_t seed = 1;
   int64_t context_length = 0;  // 0: min(n_ctx_train, 4096)
+  bool interleave = true;      // q4_g32 layer matrices stored as q4_g32r8 (see QuantizePolicy::interleave)
 };
 
 // Writes the package for `h` (see architecture_preset()).

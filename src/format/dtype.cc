@@ -14,6 +14,7 @@ std::optional<DTypeInfo> dtype_info(uint32_t dtype) {
     case DType::kQ4G32: return DTypeInfo{"q4_g32", 32, 18};
     case DType::kQ4G64: return DTypeInfo{"q4_g64", 64, 34};
     case DType::kQ4G32A: return DTypeInfo{"q4_g32a", 32, 20};
+    case DType::kQ4G32R8: return DTypeInfo{"q4_g32r8", 32, 18};
   }
   return std::nullopt;
 }
@@ -24,7 +25,7 @@ std::string_view dtype_name(DType t) {
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
-  for (uint32_t v : {0u, 1u, 2u, 16u, 17u, 18u, 19u}) {
+  for (uint32_t v : {0u, 1u, 2u, 16u, 17u, 18u, 19u, 20u}) {
     if (dtype_info(v)->name == name) return static_cast<DType>(v);
   }
   return std::nullopt;
@@ -42,6 +43,7 @@ std::optional<uint64_t> tensor_bytes(DType t, std::span<const uint64_t> shape) {
   auto rows = checked_product(shape.first(shape.size() - 1));
   auto rb = row_bytes(t, shape.back());
   if (!rows || !rb) return std::nullopt;
+  if (t == DType::kQ4G32R8 && (shape.size() != 2 || *rows % 8 != 0)) return std::nullopt;  // whole 8-row groups
   return checked_mul(*rows, *rb);
 }
 

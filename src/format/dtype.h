@@ -20,6 +20,10 @@ enum class DType : uint32_t {
   kQ4G32 = 17,   // int4 x 32 + f16 scale (18 bytes per block), symmetric
   kQ4G64 = 18,   // int4 x 64 + f16 scale (34 bytes per block), symmetric
   kQ4G32A = 19,  // int4 x 32 + f16 scale + f16 min (20 bytes per block), asymmetric
+  // Q4G32 with 8 consecutive rows interleaved block by block (quant/blocks.h BlockQ4G32R8: 144 bytes per 8
+  // blocks), the layout the batched kernels read. Same bytes per row as Q4G32; the row count of the tensor
+  // must be a multiple of 8, and single rows are not contiguous (never used for embedding tables).
+  kQ4G32R8 = 20,
 };
 
 // How a tensor's bytes are arranged. Values are part of the file format.

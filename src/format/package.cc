@@ -314,6 +314,9 @@ Status Package::parse_directory() {
     if (!r.read(&ti.offset) || !r.read(&ti.size)) {
       return corrupt_file("[format] " + label + " truncated at its offset/size" + where(name));
     }
+    if (ti.dtype == DType::kQ4G32R8 && (ti.shape.size() != 2 || ti.shape[0] % 8 != 0)) {
+      return corrupt_file("[format] " + label + " is q4_g32r8 but not a matrix of whole 8-row groups" + where(name));
+    }
     auto expected = tensor_bytes(ti.dtype, ti.shape);
     if (!expected || !checked_product(ti.shape)) {
       return corrupt_file("[format] " + label + " shape size overflows" + where(name));

@@ -14,6 +14,7 @@ bool matmul_supports(DType t) {
     case DType::kQ4G32:
     case DType::kQ4G64:
     case DType::kQ4G32A:
+    case DType::kQ4G32R8:
       return true;
     default:
       return false;
@@ -31,6 +32,7 @@ void matmul(float* y, int64_t ldy, const MatrixView& w, const float* x, const Ac
     case DType::kQ4G32: return k.matmul_q4g32(y, ldy, w.data, xq, m, n, r0, r1);
     case DType::kQ4G64: return k.matmul_q4g64(y, ldy, w.data, xq, m, n, r0, r1);
     case DType::kQ4G32A: return k.matmul_q4g32a(y, ldy, w.data, xq, m, n, r0, r1);
+    case DType::kQ4G32R8: return k.matmul_q4g32r8(y, ldy, w.data, xq, m, n, r0, r1);
     default: assert(false && "matmul: unsupported weight dtype (check matmul_supports)"); return;
   }
 }

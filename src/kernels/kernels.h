@@ -52,6 +52,8 @@ struct KernelTable {
   MatmulQFn matmul_q4g32 = nullptr;
   MatmulQFn matmul_q4g64 = nullptr;
   MatmulQFn matmul_q4g32a = nullptr;
+  // Q4G32R8 (8-row interleaved Q4G32): r0 and r1 are multiples of 8.
+  MatmulQFn matmul_q4g32r8 = nullptr;
   MatmulFFn matmul_f32 = nullptr;
   MatmulFFn matmul_f16 = nullptr;
   // One row of n floats -> act_blocks(n) ActBlocks, bit-identical to quant::quantize_act_row_ref.
@@ -78,7 +80,7 @@ const KernelTable& available(int i);
 
 // --- Row-range entry points over the active table ---------------------------------------------------------
 
-// True when matmul supports this weight dtype (F32, F16, Q8G32, Q4G32, Q4G64, Q4G32A).
+// True when matmul supports this weight dtype (F32, F16, Q8G32, Q4G32, Q4G64, Q4G32A, Q4G32R8).
 bool matmul_supports(DType t);
 // Y[m, ldy] rows r0..r1 of W·X. Quantised dtypes read xq (act_blocks(n) per row), float dtypes read x.
 void matmul(float* y, int64_t ldy, const MatrixView& w, const float* x, const ActBlock* xq, int64_t m,

@@ -13,7 +13,8 @@ void weight_row_to_f32(float* out, const WeightRef& W, int64_t r) {
   if (quant::is_quantised(W.dtype)) {
     // The row is in bounds (checked by the caller), so the only failure mode is an unknown dtype, which
     // binding already refused.
-    (void)quant::dequantize_row(W.dtype, std::span<const uint8_t>(W.data + r * rb, rb), 1, W.cols, 0, out);
+    (void)quant::dequantize_row(W.dtype, std::span<const uint8_t>(W.data, rb * static_cast<uint64_t>(W.rows)), W.rows,
+                                W.cols, r, out);
     return;
   }
   ref::row_to_f32(out, W.data + r * rb, W.dtype, W.cols);

@@ -10,7 +10,7 @@ namespace {
 
 bool is_matrix_dtype(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8G32 || t == DType::kQ4G32 ||
-         t == DType::kQ4G64 || t == DType::kQ4G32A;
+         t == DType::kQ4G64 || t == DType::kQ4G32A || t == DType::kQ4G32R8;
 }
 
 std::string shape_str(const std::vector<uint64_t>& s) {
@@ -72,6 +72,10 @@ Status Model::bind() {
     if (matrix ? !is_matrix_dtype(t->dtype) : t->dtype != DType::kF32) {
       return unsupported("[model] tensor '" + name + "' has dtype " + std::string(dtype_name(t->dtype)) +
                          (matrix ? ", not usable for a weight matrix" : "; norms and biases must be f32"));
+    }
+    if (t->dtype == DType::kQ4G32R8 && name == "token_embd.weight") {
+      return unsupported("[model] tensor 'token_embd.weight' is q4_g32r8 (8-row interleaved); embedding tables are "
+                         "looked up by row and must be row-major (use q4_g32)");
     }
     out->data = t->data;
     out->dtype = t->dtype;
@@ -136,7 +140,8 @@ std::string Model::weight_type_label() const {
   std::map<DType, uint64_t> bytes;
   uint64_t total = 0;
   for (const auto& t : package_.tensors()) {
-    bytes[t.dtype] += t.size;
+    // q4_g32r8 is q4_g32 in the kernels' layout: the same weights, counted as one type.
+    bytes[t.dtype == DType::kQ4G32R8 ? DType::kQ4G32 : t.dtype] += t.size;
     total += t.size;
   }
   for (const auto& [dt, b] : bytes) {

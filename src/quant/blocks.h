@@ -34,6 +34,17 @@ struct BlockQ4G32A {
   uint8_t q[16];
 };
 
+// Q4G32R8: 8 rows r0..r0+7 of Q4G32 interleaved block by block, for kernels that compute 8 rows at once
+// (one 32-bit lane per row). Block b of the group: the 8 rows' f16 scales, then 128 bytes where byte
+// 32 * p + 4 * r + j (p in 0..3, r in 0..7, j in 0..3) is byte 4 * p + j of row r's BlockQ4G32 q: low nibble
+// u of element 4p + j, high nibble u of element 16 + 4p + j. A group of 8 rows of nb blocks is nb of these
+// in order; the tensor is its groups in order. 144 bytes = 8 x 18: the same size as Q4G32.
+struct BlockQ4G32R8 {
+  uint16_t d[8];
+  uint8_t q[128];
+};
+inline constexpr int64_t kR8Rows = 8;
+
 // Activations quantised for the integer dot products: x[i] ~= d * q[i], q in [-127, 127].
 // s = d * sum(q) lets the kernels fold the +8 offset of Q4 and the min of Q4G32A into one multiply-add
 // per block. Elements past the end of a row are q = 0. 40 bytes; never stored in a file.
@@ -49,6 +60,7 @@ static_assert(sizeof(BlockQ8G32) == 34);
 static_assert(sizeof(BlockQ4G32) == 18);
 static_assert(sizeof(BlockQ4G64) == 34);
 static_assert(sizeof(BlockQ4G32A) == 20);
+static_assert(sizeof(BlockQ4G32R8) == 144);
 static_assert(sizeof(ActBlock) == 40);
 static_assert(alignof(BlockQ8G32) == 2 && alignof(BlockQ4G32A) == 2);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/half.h"
 
@@ -45,7 +46,8 @@ uint16_t fit_q4_sym(const float* v, int64_t g, uint8_t* u) {
 }  // namespace
 
 bool is_quantised(DType t) {
-  return t == DType::kQ8G32 || t == DType::kQ4G32 || t == DType::kQ4G64 || t == DType::kQ4G32A;
+  return t == DType::kQ8G32 || t == DType::kQ4G32 || t == DType::kQ4G64 || t == DType::kQ4G32A ||
+         t == DType::kQ4G32R8;
 }
 
 void quantize_row_q8g32(BlockQ8G32* out, const float* x, int64_t n) {
@@ -153,7 +155,44 @@ void quantize_act_row_ref(ActBlock* out, const float* x, int64_t n) {
   }
 }
 
+void interleave_r8(uint8_t* dst, const uint8_t* src, int64_t rows, int64_t cols) {
+  const int64_t nb = (cols + 31) / 32;
+  const int64_t rb = nb * static_cast<int64_t>(sizeof(BlockQ4G32));
+  for (int64_t g = 0; g < rows / kR8Rows; ++g) {
+    auto* out = reinterpret_cast<BlockQ4G32R8*>(dst) + g * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int64_t r = 0; r < kR8Rows; ++r) {
+        BlockQ4G32 in;
+        std::memcpy(&in, src + (g * kR8Rows + r) * rb + b * static_cast<int64_t>(sizeof(BlockQ4G32)), sizeof in);
+        out[b].d[r] = in.d;
+        for (int p = 0; p < 4; ++p) std::memcpy(out[b].q + 32 * p + 4 * r, in.q + 4 * p, 4);
+      }
+    }
+  }
+}
+
+void r8_row(BlockQ4G32* out, const uint8_t* src, int64_t cols, int64_t row) {
+  const int64_t nb = (cols + 31) / 32;
+  const auto* g = reinterpret_cast<const BlockQ4G32R8*>(src) + (row / kR8Rows) * nb;
+  const int64_t r = row % kR8Rows;
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockQ4G32 o;
+    std::memcpy(&o.d, &g[b].d[r], 2);
+    for (int p = 0; p < 4; ++p) std::memcpy(o.q + 4 * p, g[b].q + 32 * p + 4 * r, 4);
+    std::memcpy(out + b, &o, sizeof o);
+  }
+}
+
 Status quantize_tensor(DType dst, const float* src, int64_t rows, int64_t cols, std::span<uint8_t> out) {
+  if (dst == DType::kQ4G32R8) {
+    if (rows % kR8Rows != 0) {
+      return invalid_argument("[quant] quantize_tensor: q4_g32r8 needs a multiple of 8 rows, got " + std::to_string(rows));
+    }
+    std::vector<uint8_t> tmp(out.size());
+    POCKET_RETURN_IF_ERROR(quantize_tensor(DType::kQ4G32, src, rows, cols, tmp));
+    interleave_r8(out.data(), tmp.data(), rows, cols);
+    return Status::ok();
+  }
   if (rows < 0 || cols <= 0) {
     return invalid_argument("[quant] quantize_tensor: shape [" + std::to_string(rows) + ", " +
                             std::to_string(cols) + "] is not a matrix");
@@ -188,6 +227,7 @@ Status quantize_tensor(DType dst, const float* src, int64_t rows, int64_t cols, 
       case DType::kQ4G32: quantize_row_q4g32(reinterpret_cast<BlockQ4G32*>(o), x, cols); break;
       case DType::kQ4G64: quantize_row_q4g64(reinterpret_cast<BlockQ4G64*>(o), x, cols); break;
       case DType::kQ4G32A: quantize_row_q4g32a(reinterpret_cast<BlockQ4G32A*>(o), x, cols); break;
+      case DType::kQ4G32R8: break;  // handled above
     }
   }
   return Status::ok();
@@ -206,6 +246,13 @@ Status dequantize_row(DType t, std::span<const uint8_t> data, int64_t rows, int6
                             std::to_string(rows) + ", " + std::to_string(cols) + "] " +
                             std::string(dtype_name(t)) + " needs " + std::to_string(rows * *rb));
   }
+  if (t == DType::kQ4G32R8) {
+    if (rows % kR8Rows != 0) return invalid_argument("[quant] dequantize_row: q4_g32r8 needs a multiple of 8 rows");
+    std::vector<BlockQ4G32> tmp(static_cast<size_t>((cols + 31) / 32));
+    r8_row(tmp.data(), data.data(), cols, row);
+    dequantize_row_q4g32(out, tmp.data(), cols);
+    return Status::ok();
+  }
   const uint8_t* p = data.data() + static_cast<uint64_t>(row) * *rb;
   switch (t) {
     case DType::kF32: std::memcpy(out, p, static_cast<size_t>(cols) * 4); break;
@@ -221,6 +268,7 @@ Status dequantize_row(DType t, std::span<const uint8_t> data, int64_t rows, int6
     case DType::kQ4G32: dequantize_row_q4g32(out, reinterpret_cast<const BlockQ4G32*>(p), cols); break;
     case DType::kQ4G64: dequantize_row_q4g64(out, reinterpret_cast<const BlockQ4G64*>(p), cols); break;
     case DType::kQ4G32A: dequantize_row_q4g32a(out, reinterpret_cast<const BlockQ4G32A*>(p), cols); break;
+    case DType::kQ4G32R8: break;  // handled above
   }
   return Status::ok();
 }

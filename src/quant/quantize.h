@@ -38,6 +38,12 @@ void dequantize_row_q4g32a(float* out, const BlockQ4G32A* in, int64_t n);
 // this bit for bit.
 void quantize_act_row_ref(ActBlock* out, const float* x, int64_t n);
 
+// Q4G32 <-> Q4G32R8 (blocks.h). interleave_r8: `src` holds a row-major Q4G32 [rows, cols] tensor, rows a
+// multiple of 8; `dst` the same number of bytes. r8_row: row `row` of a Q4G32R8 tensor as ceil(cols / 32)
+// row-major Q4G32 blocks (a lossless byte permutation both ways).
+void interleave_r8(uint8_t* dst, const uint8_t* src, int64_t rows, int64_t cols);
+void r8_row(BlockQ4G32* out, const uint8_t* src, int64_t cols, int64_t row);
+
 // Quantises a row-major [rows, cols] float matrix into `dst` (a block type, or F32/F16/BF16 for a plain
 // conversion). `out` must hold exactly tensor_bytes(dst, {rows, cols}) bytes.
 [[nodiscard]] Status quantize_tensor(DType dst, const float* src, int64_t rows, int64_t cols,

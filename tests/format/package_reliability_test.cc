@@ -403,13 +403,26 @@ TEST(PackageReliability, ShapeProductOverflows) {
 }
 
 TEST(PackageReliability, UnknownDtype) {
-  for (uint32_t dt : {3u, 15u, 20u, 0xFFFFFFFFu}) {
+  for (uint32_t dt : {3u, 15u, 21u, 0xFFFFFFFFu}) {
     PackageImage img = PackageBuilder().build();
     put_u32(img.bytes, img.tensor_pos[1].dtype, dt);
     reseal(img.bytes);
     EXPECT_TRUE(fails_with(parse(img.bytes), ErrorCode::kUnsupported,
                            {"tensor 'norm' has unknown dtype " + std::to_string(dt)}));
   }
+}
+
+TEST(PackageReliability, InterleavedQ4NeedsWholeEightRowGroups) {
+  // q4_g32r8 (8-row interleaved q4_g32) with 2 rows: the right byte count for 2 rows, but not a whole group.
+  PackageBuilder b;
+  b.tensors[2].dtype = static_cast<uint32_t>(DType::kQ4G32R8);
+  EXPECT_TRUE(fails_with(parse(b.build().bytes), ErrorCode::kCorruptFile,
+                         {"'blk.0.ffn_up'", "q4_g32r8 but not a matrix of whole 8-row groups"}));
+  PackageBuilder ok;  // 8 rows: accepted
+  ok.tensors[2].dtype = static_cast<uint32_t>(DType::kQ4G32R8);
+  ok.tensors[2].dims = {8, 40};
+  ok.tensors[2].size = *tensor_bytes(DType::kQ4G32R8, ok.tensors[2].dims);
+  EXPECT_TRUE(parse(ok.build().bytes).has_value());
 }
 
 TEST(PackageReliability, UnknownLayout) {

@@ -50,6 +50,13 @@ Problem make(DType t, int64_t rows, int64_t n, int64_t m, uint32_t seed) {
   for (int64_t r = 0; r < rows; ++r) {
     EXPECT_TRUE(quant::dequantize_row(t, p.w, rows, n, r, wd.data()).is_ok());
     for (int64_t k = 0; k < n; ++k) wa[k] = std::fabs(wd[k]);
+    if (t == DType::kQ4G32R8) {
+      // The R8 kernels form each block's sum as da * sum(u q) - 8 s (u = q_w + 8) before scaling by dw, so
+      // their rounding is relative to |dw| (u + 8) |a|, which |w| + 16 |dw| bounds.
+      std::vector<quant::BlockQ4G32> blocks(static_cast<size_t>((n + 31) / 32));
+      quant::r8_row(blocks.data(), p.w.data(), n, r);
+      for (int64_t k = 0; k < n; ++k) wa[k] = std::fabs(wd[k]) + 16.0f * std::fabs(f16_to_f32(blocks[k / 32].d));
+    }
     if (t == DType::kQ4G32A) {
       const auto* b = reinterpret_cast<const quant::BlockQ4G32A*>(p.w.data() + r * rb);
       for (int64_t k = 0; k < n; ++k) {
@@ -83,6 +90,7 @@ std::vector<float> run_table(const KernelTable& k, const Problem& p, int64_t r0,
     case DType::kQ4G32: k.matmul_q4g32(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
     case DType::kQ4G64: k.matmul_q4g64(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
     case DType::kQ4G32A: k.matmul_q4g32a(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
+    case DType::kQ4G32R8: k.matmul_q4g32r8(y.data(), p.rows, p.w.data(), p.xq.data(), p.m, p.n, r0, r1); break;
     default: ADD_FAILURE();
   }
   return y;
@@ -98,18 +106,27 @@ double tolerance(const Problem& p, int64_t idx) {
   return (terms + 8.0) * 0x1p-23 * p.abs_sum[idx] + 1e-30;
 }
 
-const DType kTypes[] = {DType::kQ8G32, DType::kQ4G32, DType::kQ4G64, DType::kQ4G32A, DType::kF32, DType::kF16};
+const DType kTypes[] = {DType::kQ8G32, DType::kQ4G32, DType::kQ4G64, DType::kQ4G32A, DType::kQ4G32R8,
+                        DType::kF32,   DType::kF16};
 
 struct Shape {
   int64_t rows, n, m;
 };
 const Shape kShapes[] = {{1, 32, 1},   {5, 172, 1},   {37, 64, 1},   {67, 172, 3},  {9, 1000, 5},
                          {16, 96, 8},   {13, 33, 13},  {40, 256, 2},  {7, 2816, 4},  {33, 1024, 17}};
+// Q4G32R8 tensors hold whole 8-row groups: the same ragged n and m, rows multiples of 8 (1 to 9 groups).
+const Shape kShapesR8[] = {{8, 32, 1},   {16, 172, 1},  {40, 64, 1},  {72, 172, 3},  {8, 1000, 5},
+                           {16, 96, 8},   {8, 33, 13},   {40, 256, 2}, {8, 2816, 4},  {32, 1024, 17},
+                           {24, 2816, 9}, {64, 160, 4}};
+std::vector<Shape> shapes_for(DType t) {
+  if (t == DType::kQ4G32R8) return {std::begin(kShapesR8), std::end(kShapesR8)};
+  return {std::begin(kShapes), std::end(kShapes)};
+}
 
 TEST(Matmul, RefMatchesDoublePrecisionDot) {
   uint32_t seed = 1;
   for (DType t : kTypes) {
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : shapes_for(t)) {
       const Problem p = make(t, s.rows, s.n, s.m, seed++);
       const auto y = run_table(available(0), p, 0, p.rows);
       for (int64_t idx = 0; idx < p.m * p.rows; ++idx) {
@@ -126,7 +143,7 @@ TEST(Matmul, EveryTableMatchesRef) {
   for (int ti = 1; ti < n_available(); ++ti) {
     const KernelTable& k = available(ti);
     for (DType t : kTypes) {
-      for (const Shape& s : kShapes) {
+      for (const Shape& s : shapes_for(t)) {
         const Problem p = make(t, s.rows, s.n, s.m, seed++);
         const auto want = run_table(available(0), p, 0, p.rows);
         const auto got = run_table(k, p, 0, p.rows);
@@ -143,11 +160,13 @@ TEST(Matmul, EveryTableMatchesRef) {
 TEST(Matmul, RowRangeWritesOnlyItsRows) {
   for (int ti = 0; ti < n_available(); ++ti) {
     for (DType t : kTypes) {
-      const Problem p = make(t, 23, 172, 3, 7);
-      const auto y = run_table(available(ti), p, 5, 18);
+      const bool r8 = t == DType::kQ4G32R8;  // ranges of whole 8-row groups
+      const int64_t rows = r8 ? 32 : 23, lo = r8 ? 8 : 5, hi = r8 ? 24 : 18;
+      const Problem p = make(t, rows, 172, 3, 7);
+      const auto y = run_table(available(ti), p, lo, hi);
       for (int64_t i = 0; i < p.m; ++i) {
         for (int64_t r = 0; r < p.rows; ++r) {
-          EXPECT_EQ(std::isnan(y[i * p.rows + r]), r < 5 || r >= 18) << available(ti).name << " " << r;
+          EXPECT_EQ(std::isnan(y[i * p.rows + r]), r < lo || r >= hi) << available(ti).name << " " << r;
         }
       }
     }
@@ -157,7 +176,7 @@ TEST(Matmul, RowRangeWritesOnlyItsRows) {
 TEST(Matmul, PoolWrapperMatchesSingleThread) {
   ThreadPool pool(3);
   for (DType t : kTypes) {
-    const Problem p = make(t, 131, 172, 6, 11);
+    const Problem p = make(t, t == DType::kQ4G32R8 ? 128 : 131, 172, 6, 11);
     std::vector<float> y(static_cast<size_t>(p.m * p.rows));
     std::vector<ActBlock> scratch(p.xq.size());
     matmul(pool, y.data(), MatrixView{p.w.data(), t, p.rows, p.n}, p.x.data(), scratch.data(), p.m);

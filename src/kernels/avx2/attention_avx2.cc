@@ -1,5 +1,8 @@
-// AVX2 flash-style attention over an f16 KV cache: the same tiling and online softmax as ref/attention_ref.cc,
-// with each K and V row converted to f32 once (F16C) and shared by all query heads of its GQA group.
+// AVX2 flash-style attention over an f16 KV cache: the same tiling and online softmax as ref/attention_ref.cc.
+// Per key tile, the K and V rows are converted to f32 once (F16C) into L1 buffers shared by all query heads
+// of the GQA group. Scores are computed 8 keys at a time (8 accumulators, then one transposing reduction
+// instead of 8 horizontal sums), and P·V keeps each 64-wide slice of the output in registers across the
+// whole tile instead of loading and storing it once per key.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,25 +27,64 @@ inline void f16_row(float* out, const uint16_t* in, int64_t n) {
 inline float dot(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t e = 0;
-  for (; e + 8 <= n; e += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + e), _mm256_load_ps(b + e), acc);
+  for (; e + 8 <= n; e += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + e), _mm256_loadu_ps(b + e), acc);
   float s = hsum8(acc);
   for (; e < n; ++e) s += a[e] * b[e];
   return s;
 }
 
-// y *= c (c is 0 on the first tile, exp(-inf))
-inline void scale(float* y, float c, int64_t n) {
-  const __m256 vc = _mm256_set1_ps(c);
-  int64_t e = 0;
-  for (; e + 8 <= n; e += 8) _mm256_storeu_ps(y + e, _mm256_mul_ps(_mm256_loadu_ps(y + e), vc));
-  for (; e < n; ++e) y[e] *= c;
+// The 8 horizontal sums of a[0..7] as one vector (lane k = sum of a[k]).
+inline __m256 reduce8(const __m256 (&a)[8]) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-inline void axpy(float* y, float a, const float* x, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
+// sc[j] = scale * q · kf[j] for j in [0, nt); kf rows have stride hd (a multiple of 8 on the fast path).
+inline void scores(float* sc, const float* q, const float* kf, int64_t hd, int64_t nt, float scale) {
+  int64_t j = 0;
+  if (hd % 8 == 0) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (; j + 8 <= nt; j += 8) {
+      __m256 acc[8];
+      for (int kk = 0; kk < 8; ++kk) acc[kk] = _mm256_setzero_ps();
+      for (int64_t e = 0; e < hd; e += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + e);
+#pragma GCC unroll 8
+        for (int kk = 0; kk < 8; ++kk) acc[kk] = _mm256_fmadd_ps(qv, _mm256_load_ps(kf + (j + kk) * hd + e), acc[kk]);
+      }
+      _mm256_store_ps(sc + j, _mm256_mul_ps(reduce8(acc), vs));
+    }
+  }
+  for (; j < nt; ++j) sc[j] = dot(q, kf + j * hd, hd) * scale;
+}
+
+// o[0..hd) = c * o + sum_j p[j] * vf[j], vf rows with stride hd.
+inline void pv(float* o, float c, const float* p, const float* vf, int64_t hd, int64_t nt) {
+  const __m256 vc = _mm256_set1_ps(c);
   int64_t e = 0;
-  for (; e + 8 <= n; e += 8) _mm256_storeu_ps(y + e, _mm256_fmadd_ps(va, _mm256_load_ps(x + e), _mm256_loadu_ps(y + e)));
-  for (; e < n; ++e) y[e] += a * x[e];
+  for (; e + 64 <= hd; e += 64) {  // 8 accumulators: one 64-wide slice of the output
+    __m256 acc[8];
+    for (int u = 0; u < 8; ++u) acc[u] = _mm256_mul_ps(_mm256_loadu_ps(o + e + 8 * u), vc);
+    for (int64_t j = 0; j < nt; ++j) {
+      const __m256 pj = _mm256_broadcast_ss(p + j);
+      const float* vr = vf + j * hd + e;
+#pragma GCC unroll 8
+      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + 8 * u), acc[u]);
+    }
+    for (int u = 0; u < 8; ++u) _mm256_storeu_ps(o + e + 8 * u, acc[u]);
+  }
+  for (; e + 8 <= hd; e += 8) {
+    __m256 acc = _mm256_mul_ps(_mm256_loadu_ps(o + e), vc);
+    for (int64_t j = 0; j < nt; ++j) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_loadu_ps(vf + j * hd + e), acc);
+    _mm256_storeu_ps(o + e, acc);
+  }
+  for (; e < hd; ++e) {
+    float acc = o[e] * c;
+    for (int64_t j = 0; j < nt; ++j) acc += p[j] * vf[j * hd + e];
+    o[e] = acc;
+  }
 }
 
 }  // namespace
@@ -51,7 +93,8 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
                int64_t t0, int64_t t1) {
   const int64_t hd = s.head_dim, g = s.n_heads / s.n_kv_heads, kv_stride = s.n_kv_heads * hd;
   alignas(32) float score[kMaxGroup][kKeyTile];
-  alignas(32) float row[kMaxHeadDim];
+  alignas(32) float kf[kKeyTile * kMaxHeadDim];
+  alignas(32) float vf[kKeyTile * kMaxHeadDim];
   float run_max[kMaxGroup], run_sum[kMaxGroup];
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t qi = t / s.n_kv_heads, kvh = t % s.n_kv_heads;
@@ -64,18 +107,17 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
     for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyTile) {
       const int64_t nt = std::min(kKeyTile, n_keys - j0);
       for (int64_t j = 0; j < nt; ++j) {
-        f16_row(row, k + (j0 + j) * kv_stride + kvh * hd, hd);
-        for (int64_t h = 0; h < g; ++h) score[h][j] = dot(qg + h * hd, row, hd) * s.scale;
+        f16_row(kf + j * hd, k + (j0 + j) * kv_stride + kvh * hd, hd);
+        f16_row(vf + j * hd, v + (j0 + j) * kv_stride + kvh * hd, hd);
       }
       for (int64_t h = 0; h < g; ++h) {
         float* sc = score[h];
+        scores(sc, qg + h * hd, kf, hd, nt, s.scale);
         for (int64_t j = nt; j < (nt + 7) / 8 * 8; ++j) sc[j] = -INFINITY;  // pad the last vector
         __m256 vm = _mm256_set1_ps(run_max[h]);
         for (int64_t j = 0; j < nt; j += 8) vm = _mm256_max_ps(vm, _mm256_load_ps(sc + j));
         const float mx = hmax8(vm);
         const float c = std::exp(run_max[h] - mx);  // 0 on the first tile
-        run_sum[h] *= c;
-        scale(og + h * hd, c, hd);
         const __m256 vmx = _mm256_set1_ps(mx);
         __m256 vs = _mm256_setzero_ps();
         for (int64_t j = 0; j < nt; j += 8) {
@@ -83,15 +125,15 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
           _mm256_store_ps(sc + j, p);
           vs = _mm256_add_ps(vs, p);
         }
-        run_sum[h] += hsum8(vs);
+        run_sum[h] = run_sum[h] * c + hsum8(vs);
         run_max[h] = mx;
-      }
-      for (int64_t j = 0; j < nt; ++j) {
-        f16_row(row, v + (j0 + j) * kv_stride + kvh * hd, hd);
-        for (int64_t h = 0; h < g; ++h) axpy(og + h * hd, score[h][j], row, hd);
+        pv(og + h * hd, c, sc, vf, hd, nt);
       }
     }
-    for (int64_t h = 0; h < g; ++h) scale(og + h * hd, 1.0f / run_sum[h], hd);
+    for (int64_t h = 0; h < g; ++h) {
+      const float inv = 1.0f / run_sum[h];
+      for (int64_t e = 0; e < hd; ++e) og[h * hd + e] *= inv;
+    }
   }
 }
 

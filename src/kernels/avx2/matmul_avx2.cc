@@ -3,6 +3,9 @@
 // maddubs(|w|, sign(a, w)); |w| and w are prepared once per weight block and reused for C activation rows.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/avx2/avx2.h"
 #include "kernels/tile_loop.h"
 
@@ -14,6 +17,7 @@ using quant::BlockQ4G32;
 using quant::BlockQ4G32A;
 using quant::BlockQ4G64;
 using quant::BlockQ8G32;
+using quant::BlockQ4G32R8;
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -242,6 +246,54 @@ struct Q4G32AKernel {
   }
 };
 
+// Q4G32R8: 8 weight rows at once, one 32-bit lane per row. For each 4-element chunk of a block, one
+// maddubs of the 8 rows' unsigned nibbles (u in [0, 15]) against the activation's 4 bytes broadcast to every
+// lane gives each row's partial dot in int16 pairs; the 8 chunks of a block are summed in int16
+// (|sum| <= 8 * 2 * 15 * 127 = 30480 < 32767, exact), widened once by madd, and the block's contribution
+// to the 8 rows is dw[8] * (da * sum - 8 s) with s = da * sum(q): two FMAs for 8 rows, no horizontal sums.
+// The result of a tile is one 8-float store per activation row.
+struct Q4R8Kernel {
+  QArgs a;
+  template <int C>
+  void tile(int64_t r, int64_t i) const {
+    const auto* wg = reinterpret_cast<const BlockQ4G32R8*>(a.w) + (r / 8) * a.nb;
+    const ActBlock* x[C];
+    for (int c = 0; c < C; ++c) x[c] = a.x + (i + c) * a.nb;
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < a.nb; ++b) {
+      const BlockQ4G32R8& blk = wg[b];
+      const char* pf = reinterpret_cast<const char*>(&blk) + 640;  // ~4 blocks ahead, both lines of a block
+      _mm_prefetch(pf, _MM_HINT_T0);
+      _mm_prefetch(pf + 72, _MM_HINT_T0);
+      __m256i s16[C];
+      for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.q + 32 * p));
+        const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+          int32_t al, ah;
+          std::memcpy(&al, x[c][b].q + 4 * p, 4);
+          std::memcpy(&ah, x[c][b].q + 16 + 4 * p, 4);
+          s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(al)));
+          s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ah)));
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d)));
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[c], ones));
+        const __m256 t = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(&x[c][b].d), _mm256_set1_ps(-8.0f * x[c][b].s));
+        acc[c] = _mm256_fmadd_ps(dw, t, acc[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(a.y + (i + c) * a.ldy + r, acc[c]);
+  }
+};
+
 // Float weights: 8 columns per step, tail columns scalar.
 template <typename WLoad>
 struct FloatKernel {
@@ -293,6 +345,7 @@ struct LoadF16 {
 // Tile shapes: decode (m == 1) takes 4 weight rows against one activation row; prefill 2 weight rows x 4
 // activation rows (8 accumulators + the prepared weight block + scratch fit the 16 ymm registers).
 constexpr int kRowsDecode = 4, kRowsPrefill = 2, kColsPrefill = 4;
+constexpr int kColsR8 = 4;  // Q4G32R8: 8 weight rows x 4 activation rows
 
 QArgs qargs(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t n, int64_t group,
             int64_t block_bytes) {
@@ -304,39 +357,60 @@ QArgs qargs(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t 
 void matmul_q8g32(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                   int64_t r1) {
   const SymKernel<BlockQ8G32, LoadQ8> k{qargs(y, ldy, w, x, n, 32, 34), {}};
-  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
+  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1, k.a.row_bytes);
 }
 
 void matmul_q4g32(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                   int64_t r1) {
   if (m == 1) return tile_loop<kRowsDecode, 1>(Q4Gemv{qargs(y, ldy, w, x, n, 32, 18), false}, m, r0, r1);
   const SymKernel<BlockQ4G32, LoadQ4> k{qargs(y, ldy, w, x, n, 32, 18), {}};
-  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
+  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1, k.a.row_bytes);
+}
+
+void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                    int64_t r1) {
+  const Q4R8Kernel k{qargs(y, ldy, w, x, n, 32, 18)};
+  if (m == 1) {
+    for (int64_t r = r0; r < r1; r += 8) k.tile<1>(r, 0);
+    return;
+  }
+  constexpr int C = kColsR8;
+  const int64_t block = std::max<int64_t>(8, kWeightBlockBytes / (8 * k.a.row_bytes) * 8);
+  for (int64_t rb = r0; rb < r1; rb += block) {
+    const int64_t re = std::min(r1, rb + block);
+    int64_t i = 0;
+    for (; i + C <= m; i += C) {
+      for (int64_t r = rb; r < re; r += 8) k.tile<C>(r, i);
+    }
+    for (; i < m; ++i) {
+      for (int64_t r = rb; r < re; r += 8) k.tile<1>(r, i);
+    }
+  }
 }
 
 void matmul_q4g64(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                   int64_t r1) {
   if (m == 1) return tile_loop<kRowsDecode, 1>(Q4Gemv{qargs(y, ldy, w, x, n, 64, 34), true}, m, r0, r1);
   const Q4G64Kernel k{qargs(y, ldy, w, x, n, 64, 34)};
-  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
+  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1, k.a.row_bytes);
 }
 
 void matmul_q4g32a(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                    int64_t r1) {
   const Q4G32AKernel k{qargs(y, ldy, w, x, n, 32, 20)};
-  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
+  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1, k.a.row_bytes);
 }
 
 void matmul_f32(float* y, int64_t ldy, const uint8_t* w, const float* x, int64_t m, int64_t n, int64_t r0,
                 int64_t r1) {
   const FloatKernel<LoadF32> k{y, ldy, w, x, n, 4, {}};
-  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
+  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1, n * 4);
 }
 
 void matmul_f16(float* y, int64_t ldy, const uint8_t* w, const float* x, int64_t m, int64_t n, int64_t r0,
                 int64_t r1) {
   const FloatKernel<LoadF16> k{y, ldy, w, x, n, 2, {}};
-  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
+  matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1, n * 2);
 }
 
 }  // namespace pocket::kernels::avx2

@@ -12,6 +12,7 @@ const KernelTable& avx2_table() {
     k.matmul_q4g32 = avx2::matmul_q4g32;
     k.matmul_q4g64 = avx2::matmul_q4g64;
     k.matmul_q4g32a = avx2::matmul_q4g32a;
+    k.matmul_q4g32r8 = avx2::matmul_q4g32r8;
     k.matmul_f32 = avx2::matmul_f32;
     k.matmul_f16 = avx2::matmul_f16;
     k.quantize_act = avx2::quantize_act;

@@ -15,6 +15,12 @@ struct Dot {
     p = vmlal_high_s8(p, a, b);
     return vpadalq_s16(acc, p);
   }
+  // lane k += sum of the products of bytes 4k..4k+3: widening products, then two pairwise adds.
+  static int32x4_t lanes4(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    const int32x4_t lo = vpaddlq_s16(vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    const int32x4_t hi = vpaddlq_s16(vmull_high_s8(a, b));
+    return vaddq_s32(acc, vpaddq_s32(lo, hi));
+  }
 };
 
 #include "kernels/neon/matmul_neon_impl.h"
@@ -36,6 +42,11 @@ void matmul_q4g64(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, in
 void matmul_q4g32a(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                    int64_t r1) {
   run(Q4G32AKernel{qargs(y, ldy, w, x, n, 32, 20)}, m, r0, r1);
+}
+
+void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                    int64_t r1) {
+  run_r8(Q4R8Kernel{qargs(y, ldy, w, x, n, 32, 18)}, m, r0, r1);
 }
 
 }  // namespace pocket::kernels::neon

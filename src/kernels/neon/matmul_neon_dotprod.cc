@@ -11,6 +11,8 @@ namespace {
 
 struct Dot {
   static int32x4_t acc(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
+  // lane k += sum of the products of bytes 4k..4k+3 (SDOT's own grouping).
+  static int32x4_t lanes4(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 };
 
 #include "kernels/neon/matmul_neon_impl.h"
@@ -32,6 +34,11 @@ void matmul_q4g64(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, in
 void matmul_q4g32a(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                    int64_t r1) {
   run(Q4G32AKernel{qargs(y, ldy, w, x, n, 32, 20)}, m, r0, r1);
+}
+
+void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                    int64_t r1) {
+  run_r8(Q4R8Kernel{qargs(y, ldy, w, x, n, 32, 18)}, m, r0, r1);
 }
 
 }  // namespace pocket::kernels::neon_dot

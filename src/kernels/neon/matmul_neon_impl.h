@@ -161,3 +161,63 @@ template <typename K>
 inline void run(const K& k, int64_t m, int64_t r0, int64_t r1) {
   matmul_tiles<kRowsDecode, kRowsPrefill, kColsPrefill>(k, m, r0, r1);
 }
+
+// Q4G32R8 (quant/blocks.h): 8 weight rows at once, rows 0-3 and 4-7 in two vectors with one int32 lane per
+// row; each 4-element chunk of the activation is broadcast to every lane. Nibbles become signed (u - 8) so
+// the block's integer dot is exact and scaled once per block by dw[row] * da.
+struct Q4R8Kernel {
+  QArgs a;
+  template <int C>
+  void tile(int64_t r, int64_t i) const {
+    const auto* wg = reinterpret_cast<const quant::BlockQ4G32R8*>(a.w) + (r / 8) * a.nb;
+    const ActBlock* x[C];
+    for (int c = 0; c < C; ++c) x[c] = a.x + (i + c) * a.nb;
+    float32x4_t acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = vdupq_n_f32(0.0f);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    const int8x16_t e8 = vdupq_n_s8(8);
+    for (int64_t b = 0; b < a.nb; ++b) {
+      const quant::BlockQ4G32R8& blk = wg[b];
+      __builtin_prefetch(reinterpret_cast<const char*>(&blk) + 640);
+      int32x4_t s0[C], s1[C];
+      for (int c = 0; c < C; ++c) s0[c] = s1[c] = vdupq_n_s32(0);
+      for (int p = 0; p < 4; ++p) {
+        const uint8x16_t r0 = vld1q_u8(blk.q + 32 * p), r1 = vld1q_u8(blk.q + 32 * p + 16);
+        const int8x16_t lo0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(r0, m4)), e8);
+        const int8x16_t hi0 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(r0, 4)), e8);
+        const int8x16_t lo1 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(r1, m4)), e8);
+        const int8x16_t hi1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(r1, 4)), e8);
+        for (int c = 0; c < C; ++c) {
+          int32_t al, ah;
+          __builtin_memcpy(&al, x[c][b].q + 4 * p, 4);
+          __builtin_memcpy(&ah, x[c][b].q + 16 + 4 * p, 4);
+          const int8x16_t vl = vreinterpretq_s8_s32(vdupq_n_s32(al)), vh = vreinterpretq_s8_s32(vdupq_n_s32(ah));
+          s0[c] = Dot::lanes4(Dot::lanes4(s0[c], lo0, vl), hi0, vh);
+          s1[c] = Dot::lanes4(Dot::lanes4(s1[c], lo1, vl), hi1, vh);
+        }
+      }
+      float dwf[8];
+      for (int k = 0; k < 8; ++k) dwf[k] = h2f(blk.d[k]);
+      const float32x4_t dw0 = vld1q_f32(dwf), dw1 = vld1q_f32(dwf + 4);
+      for (int c = 0; c < C; ++c) {
+        acc0[c] = vfmaq_f32(acc0[c], vcvtq_f32_s32(s0[c]), vmulq_n_f32(dw0, x[c][b].d));
+        acc1[c] = vfmaq_f32(acc1[c], vcvtq_f32_s32(s1[c]), vmulq_n_f32(dw1, x[c][b].d));
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      vst1q_f32(a.y + (i + c) * a.ldy + r, acc0[c]);
+      vst1q_f32(a.y + (i + c) * a.ldy + r + 4, acc1[c]);
+    }
+  }
+};
+
+inline void run_r8(const Q4R8Kernel& k, int64_t m, int64_t r0, int64_t r1) {
+  constexpr int C = 4;
+  int64_t i = 0;
+  if (m > 1) {
+    for (; i + C <= m; i += C)
+      for (int64_t r = r0; r < r1; r += 8) k.tile<C>(r, i);
+  }
+  for (; i < m; ++i)
+    for (int64_t r = r0; r < r1; r += 8) k.tile<1>(r, i);
+}

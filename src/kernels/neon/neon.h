@@ -16,7 +16,9 @@ namespace pocket::kernels {
   void matmul_q4g64(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n,      \
                     int64_t r0, int64_t r1);                                                                 \
   void matmul_q4g32a(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n,     \
-                     int64_t r0, int64_t r1);
+                     int64_t r0, int64_t r1);                                                                \
+  void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n,    \
+                      int64_t r0, int64_t r1);
 
 namespace neon {
 POCKET_NEON_MATMULS

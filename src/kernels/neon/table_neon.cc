@@ -12,6 +12,7 @@ KernelTable base() {
   k.matmul_q4g32 = neon::matmul_q4g32;
   k.matmul_q4g64 = neon::matmul_q4g64;
   k.matmul_q4g32a = neon::matmul_q4g32a;
+  k.matmul_q4g32r8 = neon::matmul_q4g32r8;
   k.matmul_f32 = neon::matmul_f32;
   k.matmul_f16 = neon::matmul_f16;
   k.quantize_act = neon::quantize_act;
@@ -38,6 +39,7 @@ const KernelTable& neon_dotprod_table() {
     k.matmul_q4g32 = neon_dot::matmul_q4g32;
     k.matmul_q4g64 = neon_dot::matmul_q4g64;
     k.matmul_q4g32a = neon_dot::matmul_q4g32a;
+    k.matmul_q4g32r8 = neon_dot::matmul_q4g32r8;
     return k;
   }();
   return t;

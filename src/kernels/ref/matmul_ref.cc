@@ -51,6 +51,23 @@ void matmul_q4g32(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, in
   });
 }
 
+void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n,
+                    int64_t r0, int64_t r1) {
+  const int64_t nb = quant::act_blocks(n);
+  const auto* wb = reinterpret_cast<const quant::BlockQ4G32R8*>(w);
+  run(y, ldy, m, r0, r1, nb, [&](int64_t r, int64_t i, int64_t b) {
+    const auto& wk = wb[(r / 8) * nb + b];
+    const int64_t lane = r % 8;
+    const ActBlock& a = x[i * nb + b];
+    int32_t sum = 0;
+    for (int k = 0; k < 32; ++k) {
+      const uint8_t byte = wk.q[32 * ((k % 16) / 4) + 4 * lane + k % 4];
+      sum += ((k < 16 ? byte & 0xf : byte >> 4) - 8) * a.q[k];
+    }
+    return f16_to_f32(wk.d[lane]) * a.d * static_cast<float>(sum);
+  });
+}
+
 void matmul_q4g64(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                   int64_t r1) {
   const int64_t na = quant::act_blocks(n);

@@ -15,6 +15,7 @@ const KernelTable& ref_table() {
     k.matmul_q4g32 = ref::matmul_q4g32;
     k.matmul_q4g64 = ref::matmul_q4g64;
     k.matmul_q4g32a = ref::matmul_q4g32a;
+    k.matmul_q4g32r8 = ref::matmul_q4g32r8;
     k.matmul_f32 = ref::matmul_f32;
     k.matmul_f16 = ref::matmul_f16;
     k.quantize_act = quant::quantize_act_row_ref;
