@@ -61,7 +61,7 @@ pocket_status pocket_detokenize(const pocket_model* model, const int32_t* tokens
 typedef struct pocket_session_params {
   int32_t n_ctx;            /* 0: the package's default */
   int32_t n_threads;        /* 0: physical cores */
-  int32_t n_batch;          /* 0: min(n_ctx, 512) */
+  int32_t n_batch;          /* 0: min(n_ctx, 128) */
   uint64_t mem_budget_bytes; /* 0: none; otherwise creation fails with POCKET_ERR_OUT_OF_MEMORY if the plan exceeds it */
   /* Speculative decoding (lossless: greedy output is unchanged, sampling keeps the model's distribution). */
   int32_t spec_method;      /* POCKET_SPEC_NONE (default), POCKET_SPEC_NGRAM or POCKET_SPEC_DRAFT */

@@ -30,7 +30,7 @@ namespace pocket {
 struct SessionOptions {
   int64_t n_ctx = 0;       // 0: the package's default context length
   int32_t n_threads = 0;   // 0: the number of physical cores
-  int64_t n_batch = 0;     // rows per forward pass in prefill; 0: min(n_ctx, 512)
+  int64_t n_batch = 0;     // rows per forward pass in prefill; 0: min(n_ctx, 128) (kDefaultBatch)
   int64_t n_logit_rows = 1;  // rows whose logits one forward can return (teacher forcing, verification)
   uint64_t mem_budget_bytes = 0;  // 0: no budget
 };

@@ -8,6 +8,11 @@
 
 namespace pocket {
 
+// Rows per forward pass when a session does not choose (n_batch = 0). 128 rows keep the GEMM kernels at
+// full speed (each weight block is reused from L2 by 128 activation rows) while the activation buffers stay
+// a quarter of what 512 rows need (pocket-0.3b: 5.4 MiB instead of 21.8 MiB of peak memory).
+inline constexpr int64_t kDefaultBatch = 128;
+
 struct SessionShape {
   int64_t n_ctx = 0;      // KV cache positions
   int64_t n_batch = 0;    // rows processed per forward pass (prefill chunk)

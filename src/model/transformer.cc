@@ -25,7 +25,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
     return invalid_argument("[session] context " + std::to_string(s.n_ctx) + " exceeds the model's trained context " +
                             std::to_string(h.n_ctx_train));
   }
-  if (s.n_batch <= 0) s.n_batch = std::min<int64_t>(s.n_ctx, 512);
+  if (s.n_batch <= 0) s.n_batch = std::min<int64_t>(s.n_ctx, kDefaultBatch);
   s.n_batch = std::min(s.n_batch, s.n_ctx);
   if (s.n_logit_rows <= 0) s.n_logit_rows = 1;
   s.n_logit_rows = std::min(s.n_logit_rows, s.n_batch);

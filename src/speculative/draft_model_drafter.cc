@@ -1,5 +1,6 @@
 // Draft-model drafting: vocabulary check, prefix reuse of the draft's KV cache, greedy drafting.
 #include "speculative/draft_model_drafter.h"
+#include "model/memory_plan.h"
 
 #include <algorithm>
 
@@ -57,7 +58,7 @@ Expected<std::unique_ptr<DraftModelDrafter>> DraftModelDrafter::create(std::shar
   POCKET_RETURN_IF_ERROR(check_vocab_compatible(target, *draft, label));
   SessionShape shape;
   shape.n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : draft->config().context_length, draft->hparams().n_ctx_train);
-  shape.n_batch = std::min<int64_t>(shape.n_ctx, 512);
+  shape.n_batch = std::min<int64_t>(shape.n_ctx, kDefaultBatch);
   shape.n_logit_rows = 1;
   std::unique_ptr<DraftModelDrafter> d(new DraftModelDrafter());
   POCKET_ASSIGN_OR_RETURN(d->tf_, Transformer::create(draft, shape, pool));

@@ -23,7 +23,7 @@ namespace {
 
 struct BenchArgs {
   std::string model, output = "md";
-  int n_prompt = 512, n_gen = 128, reps = 5, threads = 0, depth = 0;
+  int n_prompt = 512, n_gen = 128, reps = 5, threads = 0, depth = 0, n_batch = 0;
   bool no_probe = false;
   std::string spec = "none", draft_model, prompt_file;  // speculative rows (bench_spec.h)
   int draft_max = 8;
@@ -85,7 +85,7 @@ int bench(const BenchArgs& a) {
   ThreadPool pool(threads);
   SessionShape shape;
   shape.n_ctx = std::max<int64_t>(1, std::max<int64_t>(a.n_prompt, a.depth) + a.n_gen);
-  shape.n_batch = std::min<int64_t>(512, std::max<int64_t>(1, a.n_prompt));
+  shape.n_batch = std::min<int64_t>(a.n_batch > 0 ? a.n_batch : kDefaultBatch, std::max<int64_t>(1, a.n_prompt));
   if (shape.n_ctx > h.n_ctx_train) {
     return report("bench", invalid_argument("[bench] p + n = " + std::to_string(shape.n_ctx) +
                                                 " exceeds the model's context " + std::to_string(h.n_ctx_train)));
@@ -226,6 +226,7 @@ void register_bench(CLI::App& app) {
   c->add_option("-r,--repetitions", a->reps, "Runs after one warm-up");
   c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("-d,--depth", a->depth, "Also measure tg at this context depth");
+  c->add_option("-b,--batch-size", a->n_batch, "Rows per prefill pass (default 128; llama-bench's -ub)");
   c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
   c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram or draft")

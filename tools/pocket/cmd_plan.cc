@@ -20,7 +20,7 @@ void register_plan(CLI::App& app) {
   CLI::App* c = app.add_subcommand("plan", "Print a session's memory plan (weights, KV cache, activations, logits)");
   c->add_option("-m,--model", a->model, "Model package (.pocket)")->required();
   c->add_option("-c,--ctx-size", a->ctx, "Context length (default: the package's)");
-  c->add_option("-b,--batch-size", a->batch, "Rows per prefill pass (default: min(ctx, 512))");
+  c->add_option("-b,--batch-size", a->batch, "Rows per prefill pass (default: min(ctx, 128))");
   c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("--mem-budget", a->budget_mb, "Check the plan against this many MiB (exit 1 if over)");
   c->callback([a] {
@@ -32,7 +32,7 @@ void register_plan(CLI::App& app) {
     if (!cfg) throw CLI::RuntimeError(report("plan", cfg.status()));
     SessionShape s;
     s.n_ctx = a->ctx > 0 ? a->ctx : cfg->context_length;
-    s.n_batch = a->batch > 0 ? std::min(a->batch, s.n_ctx) : std::min<int64_t>(s.n_ctx, 512);
+    s.n_batch = a->batch > 0 ? std::min(a->batch, s.n_ctx) : std::min<int64_t>(s.n_ctx, kDefaultBatch);
     s.n_threads = a->threads > 0 ? a->threads : ThreadPool::default_threads();
     s.n_logit_rows = 1;
     const MemoryPlan p = make_memory_plan(*h, s, pkg->file_size());

@@ -1,5 +1,6 @@
 // Energy model arithmetic and the RAPL reader.
 #include "energy_model.h"
+#include "model/memory_plan.h"
 
 #include <cmath>
 #include <cstdio>
@@ -13,7 +14,7 @@ EnergyEstimate estimate_call_energy(double prefill_tps, double decode_tps, int t
   if (prefill_tps <= 0 || decode_tps <= 0) return e;
   e.seconds = n_in / prefill_tps + n_out / decode_tps;
   e.cpu_joules = e.seconds * threads * kCoreWatts;
-  const double prefill_passes = std::ceil(n_in / static_cast<double>(n_batch > 0 ? n_batch : 512));
+  const double prefill_passes = std::ceil(n_in / static_cast<double>(n_batch > 0 ? n_batch : kDefaultBatch));
   // Decode step i reads the whole KV cache so far (1024 + i positions).
   double kv_reads = 0;
   for (int i = 0; i < 128; ++i) kv_reads += static_cast<double>(kv_bytes_per_pos) * (n_in + i);
