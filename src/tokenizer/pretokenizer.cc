@@ -15,6 +15,14 @@ std::string_view pre_tokenizer_pattern(std::string_view name) {
   if (name == "qwen2") {
     return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   }
+  if (name == "pocket") {
+    // pocket's own (bilingual): contractions; a run of Han letters, or a run of other letters (so "iPhone手机"
+    // is two words), each with at most one leading space; one digit per word; a punctuation/symbol run (ASCII
+    // or full-width) with any newlines after it; then whitespace as Qwen2 does. See docs/vocabulary.md.
+    // [^\P{L}\P{Han}] is "letter and Han": PCRE2 >= 10.40 reads \p{Han} as Script_Extensions, which takes in
+    // CJK punctuation such as "。"; intersecting with \p{L} keeps that punctuation out of the Han runs.
+    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)| ?[^\P{L}\P{Han}]+| ?[^\P{L}\p{Han}]+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  }
   return {};
 }
 

@@ -1,6 +1,7 @@
 // Regex pre-tokeniser for byte-level BPE: splits text into the words that BPE then merges, with the
-// model's own pattern (GPT-2, Llama 3, Qwen2/Qwen3) run by PCRE2 in UTF + UCP mode, JIT-compiled, so
-// \p{L}, \p{N} and \s follow the Unicode categories. Immutable after creation; split() is thread-safe.
+// model's own pattern (GPT-2, Llama 3, Qwen2/Qwen3, or pocket's bilingual "pocket") run by PCRE2 in UTF +
+// UCP mode, JIT-compiled, so \p{L}, \p{N} and \s follow the Unicode categories. Immutable after creation;
+// split() is thread-safe.
 #pragma once
 
 #include <memory>

@@ -10,5 +10,10 @@ int cmd_export(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_make_data(int argc, char** argv);
+int cmd_train_tokenizer(int argc, char** argv);  // byte-level BPE training
+int cmd_vocab_study(int argc, char** argv);
+int cmd_make_tasks(int argc, char** argv);   // app-task data (docs/tasks.md)
+int cmd_score_tasks(int argc, char** argv);
+int cmd_build_corpus(int argc, char** argv);  // bilingual pretraining corpus (docs/corpus.md)
 
 }  // namespace pocket::train::cli

@@ -10,6 +10,11 @@ void usage() {
   std::printf(
       "usage: pocket-train <command> [flags]   (each command takes --help)\n"
       "  make-data  write a character tokenizer and generated stories + chats (smoke runs, tests)\n"
+      "  train-tokenizer  text files -> a byte-level BPE tokenizer (bilingual, byte fallback)\n"
+      "  vocab-study      tokens/char, embedding share and decode cost across vocabulary sizes\n"
+      "  make-tasks       generated app-task data (extract, intent, rewrite, tool, route; en + zh) splits\n"
+      "  score-tasks      score a model's greedy answers (or given predictions) per task and language\n"
+      "  build-corpus     extracted Debian/npm text (scripts/build-corpus.sh) -> bilingual corpus + manifest\n"
       "  tokenize   text (blank-line separated documents, or JSONL {\"text\"}) or chats (--chat, JSONL\n"
       "             {\"messages\"}) -> a token shard\n"
       "  pretrain   train a model from scratch (or resume the run in --out)\n"
@@ -33,6 +38,11 @@ int main(int argc, char** argv) {
   if (cmd == "eval") return cli::cmd_eval(argc, argv);
   if (cmd == "tokenize") return cli::cmd_tokenize(argc, argv);
   if (cmd == "make-data") return cli::cmd_make_data(argc, argv);
+  if (cmd == "train-tokenizer") return cli::cmd_train_tokenizer(argc, argv);
+  if (cmd == "vocab-study") return cli::cmd_vocab_study(argc, argv);
+  if (cmd == "make-tasks") return cli::cmd_make_tasks(argc, argv);
+  if (cmd == "score-tasks") return cli::cmd_score_tasks(argc, argv);
+  if (cmd == "build-corpus") return cli::cmd_build_corpus(argc, argv);
   std::fprintf(stderr, "pocket-train: unknown command '%s'\n", cmd.c_str());
   usage();
   return 1;
