@@ -15,8 +15,8 @@ struct QuantizePolicy {
   std::optional<DType> embed;       // token_embd.weight (default: `matrices`)
   std::optional<DType> head;        // output.weight when untied (default: `matrices`); with tied
                                     // embeddings the one tensor takes the more precise of embed and head
-  bool interleave = true;           // Q4G32 matrices with a multiple of 8 rows (not the embedding table)
-                                    // are written as Q4G32R8, the layout the batched kernels read
+  bool interleave = true;           // Q4G32 matrices with a multiple of 8 rows (the embedding table too: it
+                                    // is also the tied LM head) are written as Q4G32R8, the kernels' layout
 };
 
 // The dtype a tensor of this name and row count is stored as under `policy` once its precision `dst` is

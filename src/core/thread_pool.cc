@@ -1,7 +1,8 @@
-// ThreadPool: workers sleep on a condition variable between jobs; the caller takes slice 0.
+// ThreadPool: workers spin briefly, then sleep on a condition variable between jobs; the caller takes slice 0.
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
@@ -15,13 +16,40 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  generation_.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
   }
   cv_start_.notify_all();
   for (auto& w : workers_) w.join();
 }
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Spins until pred() holds or about kSpinMicros have passed; true if pred() held.
+template <typename Pred>
+bool spin_until(Pred&& pred, int64_t micros) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::microseconds(micros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      cpu_relax();
+    }
+    if (clock::now() >= deadline) return pred();
+  }
+}
+
+}  // namespace
 
 void ThreadPool::slice(int index, int64_t* b, int64_t* e) const {
   const int64_t n_grains = (n_ + grain_ - 1) / grain_;
@@ -39,36 +67,46 @@ void ThreadPool::run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx) {
     fn(ctx, 0, n, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = fn;
-    ctx_ = ctx;
-    n_ = n;
-    grain_ = std::max<int64_t>(1, grain);
-    pending_ = n_threads_ - 1;
-    ++generation_;
+  fn_ = fn;
+  ctx_ = ctx;
+  n_ = n;
+  grain_ = std::max<int64_t>(1, grain);
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1);  // seq_cst: ordered against the sleepers_ read below (no lost wake-up)
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }  // a worker between its check and its wait holds mu_
+    cv_start_.notify_all();
   }
-  cv_start_.notify_all();
   int64_t b, e;
   slice(0, &b, &e);
   if (b < e) fn(ctx, b, e, 0);
+  auto done = [this] { return pending_.load() == 0; };  // seq_cst: pairs with caller_sleeping_
+  if (spin_until(done, kSpinMicros)) return;
   std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [this] { return pending_ == 0; });
+  caller_sleeping_.store(true);
+  cv_done_.wait(lock, done);
+  caller_sleeping_.store(false);
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    lock.unlock();
+    auto fresh = [&] { return generation_.load() != seen; };  // seq_cst: pairs with sleepers_
+    if (!spin_until(fresh, kSpinMicros)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      sleepers_.fetch_add(1);  // seq_cst, then re-check: the caller bumps generation_ before reading sleepers_
+      cv_start_.wait(lock, fresh);
+      sleepers_.fetch_sub(1);
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load()) return;
     int64_t b, e;
     slice(index, &b, &e);
     if (b < e) fn_(ctx_, b, e, index);
-    lock.lock();
-    if (--pending_ == 0) cv_done_.notify_one();
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      cv_done_.notify_one();
+    }
   }
 }
 

@@ -73,10 +73,6 @@ Status Model::bind() {
       return unsupported("[model] tensor '" + name + "' has dtype " + std::string(dtype_name(t->dtype)) +
                          (matrix ? ", not usable for a weight matrix" : "; norms and biases must be f32"));
     }
-    if (t->dtype == DType::kQ4G32R8 && name == "token_embd.weight") {
-      return unsupported("[model] tensor 'token_embd.weight' is q4_g32r8 (8-row interleaved); embedding tables are "
-                         "looked up by row and must be row-major (use q4_g32)");
-    }
     out->data = t->data;
     out->dtype = t->dtype;
     out->rows = shape.size() == 2 ? shape[0] : 1;

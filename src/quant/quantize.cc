@@ -248,9 +248,16 @@ Status dequantize_row(DType t, std::span<const uint8_t> data, int64_t rows, int6
   }
   if (t == DType::kQ4G32R8) {
     if (rows % kR8Rows != 0) return invalid_argument("[quant] dequantize_row: q4_g32r8 needs a multiple of 8 rows");
-    std::vector<BlockQ4G32> tmp(static_cast<size_t>((cols + 31) / 32));
-    r8_row(tmp.data(), data.data(), cols, row);
-    dequantize_row_q4g32(out, tmp.data(), cols);
+    // Decoded in place (no allocation: embedding lookups call this once per token).
+    const int64_t nb = (cols + 31) / 32, lane = row % kR8Rows;
+    const auto* g = reinterpret_cast<const BlockQ4G32R8*>(data.data()) + (row / kR8Rows) * nb;
+    for (int64_t k = 0; k < cols; ++k) {
+      const BlockQ4G32R8& blk = g[k / 32];
+      const int e = static_cast<int>(k % 32);
+      const uint8_t byte = blk.q[32 * ((e % 16) / 4) + 4 * lane + e % 4];
+      const int u = e < 16 ? (byte & 0xf) : (byte >> 4);
+      out[k] = f16_to_f32(blk.d[lane]) * static_cast<float>(u - 8);
+    }
     return Status::ok();
   }
   const uint8_t* p = data.data() + static_cast<uint64_t>(row) * *rb;

@@ -5,6 +5,7 @@
 
 #include "format/package_writer.h"
 #include "model/model.h"
+#include "convert/quantize_model.h"
 #include "quant/quantize.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -88,7 +89,8 @@ Status export_package(const HParams& h, const std::vector<NamedTensor>& weights,
     if (static_cast<int64_t>(t.data.size()) != n) return invalid_argument("[export] tensor '" + name + "' has the wrong size");
     std::vector<uint64_t> ushape(shape.begin(), shape.end());
     const bool matrix = shape.size() == 2;
-    const DType dt = matrix ? mt : DType::kF32;
+    // q4_g32 layer matrices go to the kernels' 8-row interleaved layout, as `pocket quantize` writes them.
+    const DType dt = matrix ? storage_dtype(mt, name, static_cast<uint64_t>(shape[0]), true) : DType::kF32;
     const NamedTensor* src = &t;
     POCKET_RETURN_IF_ERROR(w.add_tensor(name, dt, ushape, [src, dt, matrix](std::span<uint8_t> out) -> Status {
       const int64_t rows = matrix ? src->shape[0] : 1;

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""Side-by-side benchmark of pocket and llama.cpp on the same weights, in one run (docs/performance.md).
+
+pocket writes the model (`pocket synth`, q4_g32) and exports the very same weights to GGUF Q4_0 (the same
+4.5-bit blocks: `pocket convert X.pocket X.gguf --type q4_0`), so both engines read identical numbers.
+llama.cpp is NOT part of this repository: build it yourself outside the tree and pass its bin/ folder.
+For each model the two engines alternate (pocket, llama.cpp, pocket, llama.cpp, ...) so that load changes
+on a shared machine hit both; medians over all rounds are reported, with the ratio.
+
+Usage: bench/compare_llamacpp.py --pocket build/release/bin/pocket --llama /path/to/llama.cpp/build/bin \
+           [--arch pocket-0.3b qwen3-0.6b] [--rounds 3] [--reps 3] [--threads 2] [--work DIR] [--json OUT]
+Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def pocket_bench(pocket, model, reps, threads, depth):
+    out = run([pocket, "bench", "-m", model, "-p", "512", "-n", "128", "-r", str(reps), "-t", str(threads),
+               "-d", str(depth), "-o", "json"]).stdout
+    return json.loads(out)
+
+
+def llama_bench(bindir, model, reps, threads):
+    out = run([os.path.join(bindir, "llama-bench"), "-m", model, "-p", "512", "-n", "128", "-pg", "512,128",
+               "-r", str(reps), "-t", str(threads), "-o", "json"]).stdout
+    rows = {}
+    for r in json.loads(out):
+        p, n = r["n_prompt"], r["n_gen"]
+        name = f"pp{p}" if n == 0 else (f"tg{n}" if p == 0 else f"pp{p}+tg{n}")
+        rows[name] = r["samples_ts"]
+    return rows
+
+
+def llama_depth(bindir, model, threads, work):
+    """tg128 after a ~512-token prompt (this llama-bench has no -d): llama-cli's eval timings, and its peak
+    RSS from /usr/bin/time -v (the whole process; llama.cpp has no pre-load baseline to subtract)."""
+    prompt = os.path.join(work, "prompt512.txt")
+    if not os.path.exists(prompt):
+        words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches "
+                 "in the old town square near the river bank ").split()
+        with open(prompt, "w") as f:
+            f.write(" ".join(words[i % len(words)] for i in range(420)))
+    cmd = ["/usr/bin/time", "-v", os.path.join(bindir, "llama-cli"), "-m", model, "-f", prompt, "-n", "128",
+           "-t", str(threads), "-c", "1024", "--ignore-eos", "-no-cnv", "--temp", "0", "-s", "1"]
+    p = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    log = p.stdout + p.stderr
+    pe = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", log)
+    ev = re.search(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs", log)
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", log)
+    if not (pe and ev):
+        raise RuntimeError("llama-cli output not understood:\n" + log[-2000:])
+    return {"prompt_tokens": int(pe.group(2)), "tg_tps": 1000.0 * int(ev.group(2)) / float(ev.group(1)),
+            "peak_rss_mib": int(rss.group(1)) / 1024.0 if rss else None}
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pocket", required=True)
+    ap.add_argument("--llama", required=True, help="llama.cpp build/bin folder (built outside this repo)")
+    ap.add_argument("--arch", nargs="+", default=["pocket-0.3b"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    work = a.work or tempfile.mkdtemp(prefix="pocket-vs-llama-")
+    os.makedirs(work, exist_ok=True)
+    report = {"threads": a.threads, "rounds": a.rounds, "reps": a.reps, "models": {}}
+    for arch in a.arch:
+        pk = os.path.join(work, f"{arch}.q4_g32.pocket")
+        gg = os.path.join(work, f"{arch}.q4_0.gguf")
+        if not os.path.exists(pk):
+            run([a.pocket, "synth", "--arch", arch, "--type", "q4_g32", "-o", pk])
+        if not os.path.exists(gg):
+            run([a.pocket, "convert", pk, gg, "--type", "q4_0"])
+        P = {"pp512": [], "tg128": [], "pp512+tg128": [], "tg128@d512": [], "rss": [], "bw": [], "roof": []}
+        L = {"pp512": [], "tg128": [], "pp512+tg128": [], "tg128@d512": [], "rss": []}
+        llama_error = None
+        for rnd in range(a.rounds):
+            j = pocket_bench(a.pocket, pk, a.reps, a.threads, 512)
+            for row in j["rows"]:
+                key = row["test"].replace(" @ d", "@d")
+                if key in P:
+                    P[key] += row["samples"]
+            P["rss"].append(j["peak_rss_increase_bytes"] / 2**20)
+            P["bw"].append(j["bandwidth_gb_s"])
+            P["roof"].append(j["decode_roofline_tps"])
+            if llama_error is None:
+                try:
+                    for k, v in llama_bench(a.llama, gg, a.reps, a.threads).items():
+                        L[k] += v
+                    d = llama_depth(a.llama, gg, a.threads, work)
+                    L["tg128@d512"].append(d["tg_tps"])
+                    if d["peak_rss_mib"]:
+                        L["rss"].append(d["peak_rss_mib"])
+                except (subprocess.CalledProcessError, RuntimeError) as e:
+                    llama_error = (getattr(e, "stderr", None) or str(e))[-600:]
+            print(f"[{arch}] round {rnd + 1}/{a.rounds} done", file=sys.stderr)
+        m = {"pocket": {k: median(v) for k, v in P.items()}, "llama.cpp": {k: median(v) for k, v in L.items()},
+             "pocket_bytes": os.path.getsize(pk), "gguf_bytes": os.path.getsize(gg), "llama_error": llama_error}
+        report["models"][arch] = m
+        print(f"\n### {arch}: pocket q4_g32 ({m['pocket_bytes']:,} B) vs llama.cpp Q4_0 ({m['gguf_bytes']:,} B), "
+              f"{a.threads} threads, medians of {a.rounds} alternating rounds x {a.reps} runs\n")
+        if llama_error:
+            print(f"llama.cpp failed on this model: {llama_error.strip().splitlines()[-1] if llama_error.strip() else '?'}\n")
+        print("| test | pocket t/s | llama.cpp t/s | pocket / llama.cpp |")
+        print("| --- | ---: | ---: | ---: |")
+        for k in ["pp512", "tg128", "pp512+tg128", "tg128@d512"]:
+            pv, lv = m["pocket"][k], m["llama.cpp"].get(k, float("nan"))
+            ratio = pv / lv if lv == lv and lv > 0 else float("nan")
+            print(f"| {k} | {pv:.1f} | {lv:.1f} | {ratio:.2f}x |")
+        roof = m["pocket"]["roof"]
+        print(f"\npocket decode roofline (probe {m['pocket']['bw']:.1f} GB/s over the package's bytes per token): "
+              f"{roof:.1f} tok/s; tg128 at {100 * m['pocket']['tg128'] / roof:.0f} % of it.")
+        print(f"peak memory: pocket +{m['pocket']['rss']:.1f} MiB over its pre-load baseline (pp512+tg128); "
+              f"llama-cli {m['llama.cpp'].get('rss', float('nan')):.1f} MiB whole-process RSS (512+128 tokens, mmap).")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

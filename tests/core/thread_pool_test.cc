@@ -1,0 +1,76 @@
+// ThreadPool: every item of [0, n) is visited exactly once, slices respect the grain, and hand-off works on
+// both paths — back-to-back jobs (workers still spinning) and jobs after a pause longer than the spin
+// budget (workers asleep on the condition variable).
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace pocket {
+namespace {
+
+void check_cover(ThreadPool& pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::atomic<bool> aligned{true};
+  pool.run(
+      n,
+      [&](int64_t b, int64_t e, int t) {
+        if (b % grain != 0 || t < 0 || t >= pool.n_threads()) aligned = false;
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      },
+      grain);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " item " << i;
+  EXPECT_TRUE(aligned.load());
+}
+
+TEST(ThreadPool, CoversEveryItemOnceBackToBack) {
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 16, 100, 1001}) {
+      for (int64_t grain : {1, 4, 16}) check_cover(pool, n, grain);
+    }
+  }
+}
+
+TEST(ThreadPool, ManyShortJobs) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  for (int j = 0; j < 5000; ++j) {
+    pool.run(3, [&](int64_t b, int64_t e, int) { sum.fetch_add(e - b); });
+  }
+  EXPECT_EQ(sum.load(), 15000);
+}
+
+TEST(ThreadPool, JobsAfterWorkersFellAsleep) {
+  ThreadPool pool(3);
+  for (int j = 0; j < 5; ++j) {
+    std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+    check_cover(pool, 64, 1);
+  }
+}
+
+TEST(ThreadPool, CallerWaitsForASlowWorker) {
+  // One slice takes far longer than the spin budget: the caller must sleep and be woken, not return early.
+  ThreadPool pool(2);
+  std::atomic<int> done{0};
+  pool.run(2, [&](int64_t b, int64_t, int) {
+    if (b == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    done.fetch_add(1);
+  });
+  EXPECT_EQ(done.load(), 2);
+}
+
+TEST(ThreadPool, DestroyIdleAndBusyPools) {
+  for (int i = 0; i < 20; ++i) {
+    ThreadPool pool(4);
+    if (i % 2 == 0) check_cover(pool, 33, 1);
+    if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(2 * ThreadPool::kSpinMicros));
+  }
+}
+
+}  // namespace
+}  // namespace pocket
