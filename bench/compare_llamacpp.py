@@ -7,8 +7,9 @@ llama.cpp is NOT part of this repository: build it yourself outside the tree and
 For each model the two engines alternate (pocket, llama.cpp, pocket, llama.cpp, ...) so that load changes
 on a shared machine hit both; medians over all rounds are reported, with the ratio.
 
-Usage: bench/compare_llamacpp.py --pocket build/release/bin/pocket --llama /path/to/llama.cpp/build/bin \
-           [--arch pocket-0.3b qwen3-0.6b] [--rounds 3] [--reps 3] [--threads 2] [--work DIR] [--json OUT]
+Usage: bench/compare_llamacpp.py --pocket build/release/bin/pocket --llama native=/path/llama.cpp/build/bin \
+           [--llama avx2=/path/llama.cpp/build-avx2/bin] [--arch pocket-0.3b qwen3-0.6b] [--rounds 3] [--reps 3]
+           [--threads 2] [--work DIR] [--json OUT]
 Standard library only.
 """
 import argparse
@@ -42,15 +43,26 @@ def llama_bench(bindir, model, reps, threads):
     return rows
 
 
-def llama_depth(bindir, model, threads, work):
+def make_prompt(pocket, model, path, target=500):
+    """A plain-English prompt of about `target` tokens under the model's own tokenizer (as llama.cpp sees it,
+    since the GGUF carries the same vocabulary)."""
+    words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches "
+             "in the old town square near the river bank").split()
+    n = 50
+    while True:
+        text = " ".join(words[i % len(words)] for i in range(n))
+        out = run([pocket, "tokenize", "--ids", "-m", model, text]).stdout.split()
+        if len(out) >= target or n > 5000:
+            break
+        n = int(n * target / max(1, len(out))) + 1
+    with open(path, "w") as f:
+        f.write(text)
+    return len(out)
+
+
+def llama_depth(bindir, model, threads, prompt):
     """tg128 after a ~512-token prompt (this llama-bench has no -d): llama-cli's eval timings, and its peak
     RSS from /usr/bin/time -v (the whole process; llama.cpp has no pre-load baseline to subtract)."""
-    prompt = os.path.join(work, "prompt512.txt")
-    if not os.path.exists(prompt):
-        words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches "
-                 "in the old town square near the river bank ").split()
-        with open(prompt, "w") as f:
-            f.write(" ".join(words[i % len(words)] for i in range(420)))
     cmd = ["/usr/bin/time", "-v", os.path.join(bindir, "llama-cli"), "-m", model, "-f", prompt, "-n", "128",
            "-t", str(threads), "-c", "1024", "--ignore-eos", "-no-cnv", "--temp", "0", "-s", "1"]
     p = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -71,7 +83,8 @@ def median(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pocket", required=True)
-    ap.add_argument("--llama", required=True, help="llama.cpp build/bin folder (built outside this repo)")
+    ap.add_argument("--llama", required=True, action="append",
+                    help="LABEL=DIR: a llama.cpp build/bin folder (built outside this repo); repeat for several builds")
     ap.add_argument("--arch", nargs="+", default=["pocket-0.3b"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
@@ -89,9 +102,13 @@ def main():
             run([a.pocket, "synth", "--arch", arch, "--type", "q4_g32", "-o", pk])
         if not os.path.exists(gg):
             run([a.pocket, "convert", pk, gg, "--type", "q4_0"])
+        prompt = os.path.join(work, f"{arch}.prompt.txt")
+        if not os.path.exists(prompt):
+            make_prompt(a.pocket, pk, prompt)
         P = {"pp512": [], "tg128": [], "pp512+tg128": [], "tg128@d512": [], "rss": [], "bw": [], "roof": []}
-        L = {"pp512": [], "tg128": [], "pp512+tg128": [], "tg128@d512": [], "rss": []}
-        llama_error = None
+        builds = [x.split("=", 1) if "=" in x else ("llama.cpp", x) for x in a.llama]
+        L = {lab: {"pp512": [], "tg128": [], "pp512+tg128": [], "tg128@d512": [], "rss": []} for lab, _ in builds}
+        errors = {lab: None for lab, _ in builds}
         for rnd in range(a.rounds):
             j = pocket_bench(a.pocket, pk, a.reps, a.threads, 512)
             for row in j["rows"]:
@@ -101,35 +118,46 @@ def main():
             P["rss"].append(j["peak_rss_increase_bytes"] / 2**20)
             P["bw"].append(j["bandwidth_gb_s"])
             P["roof"].append(j["decode_roofline_tps"])
-            if llama_error is None:
+            for lab, bindir in builds:
+                if errors[lab] is not None:
+                    continue
                 try:
-                    for k, v in llama_bench(a.llama, gg, a.reps, a.threads).items():
-                        L[k] += v
-                    d = llama_depth(a.llama, gg, a.threads, work)
-                    L["tg128@d512"].append(d["tg_tps"])
+                    for k, v in llama_bench(bindir, gg, a.reps, a.threads).items():
+                        L[lab][k] += v
+                    d = llama_depth(bindir, gg, a.threads, prompt)
+                    L[lab]["tg128@d512"].append(d["tg_tps"])
                     if d["peak_rss_mib"]:
-                        L["rss"].append(d["peak_rss_mib"])
+                        L[lab]["rss"].append(d["peak_rss_mib"])
                 except (subprocess.CalledProcessError, RuntimeError) as e:
-                    llama_error = (getattr(e, "stderr", None) or str(e))[-600:]
+                    errors[lab] = (getattr(e, "stderr", None) or str(e))[-600:]
             print(f"[{arch}] round {rnd + 1}/{a.rounds} done", file=sys.stderr)
-        m = {"pocket": {k: median(v) for k, v in P.items()}, "llama.cpp": {k: median(v) for k, v in L.items()},
-             "pocket_bytes": os.path.getsize(pk), "gguf_bytes": os.path.getsize(gg), "llama_error": llama_error}
+        m = {"pocket": {k: median(v) for k, v in P.items()},
+             "llama": {lab: {k: median(v) for k, v in L[lab].items()} for lab, _ in builds},
+             "pocket_bytes": os.path.getsize(pk), "gguf_bytes": os.path.getsize(gg), "llama_errors": errors}
         report["models"][arch] = m
         print(f"\n### {arch}: pocket q4_g32 ({m['pocket_bytes']:,} B) vs llama.cpp Q4_0 ({m['gguf_bytes']:,} B), "
               f"{a.threads} threads, medians of {a.rounds} alternating rounds x {a.reps} runs\n")
-        if llama_error:
-            print(f"llama.cpp failed on this model: {llama_error.strip().splitlines()[-1] if llama_error.strip() else '?'}\n")
-        print("| test | pocket t/s | llama.cpp t/s | pocket / llama.cpp |")
-        print("| --- | ---: | ---: | ---: |")
+        for lab, err in errors.items():
+            if err:
+                last = err.strip().splitlines()[-1] if err.strip() else "?"
+                print(f"llama.cpp ({lab}) failed on this model: {last}\n")
+        labs = [lab for lab, _ in builds]
+        print("| test | pocket t/s | " + " | ".join(f"llama.cpp {l} t/s | pocket / {l}" for l in labs) + " |")
+        print("| --- | ---: |" + " ---: | ---: |" * len(labs))
         for k in ["pp512", "tg128", "pp512+tg128", "tg128@d512"]:
-            pv, lv = m["pocket"][k], m["llama.cpp"].get(k, float("nan"))
-            ratio = pv / lv if lv == lv and lv > 0 else float("nan")
-            print(f"| {k} | {pv:.1f} | {lv:.1f} | {ratio:.2f}x |")
+            pv = m["pocket"][k]
+            cells = []
+            for l in labs:
+                lv = m["llama"][l].get(k, float("nan"))
+                ratio = pv / lv if lv == lv and lv > 0 else float("nan")
+                cells.append(f"{lv:.1f} | {ratio:.2f}x")
+            print(f"| {k} | {pv:.1f} | " + " | ".join(cells) + " |")
         roof = m["pocket"]["roof"]
         print(f"\npocket decode roofline (probe {m['pocket']['bw']:.1f} GB/s over the package's bytes per token): "
               f"{roof:.1f} tok/s; tg128 at {100 * m['pocket']['tg128'] / roof:.0f} % of it.")
-        print(f"peak memory: pocket +{m['pocket']['rss']:.1f} MiB over its pre-load baseline (pp512+tg128); "
-              f"llama-cli {m['llama.cpp'].get('rss', float('nan')):.1f} MiB whole-process RSS (512+128 tokens, mmap).")
+        print(f"peak memory: pocket +{m['pocket']['rss']:.1f} MiB over its pre-load baseline (pp512+tg128); " +
+              "; ".join(f"llama-cli ({l}) {m['llama'][l].get('rss', float('nan')):.1f} MiB whole-process RSS" for l in labs) +
+              " (512+128 tokens, mmap).")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

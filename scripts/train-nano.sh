@@ -3,7 +3,7 @@
 # -> task scores. This is how models/pocket-nano-q4.pocket was made (docs/pocket-nano.md has the logs and
 # the timings on the 2-core development machine: about 50 minutes of training).
 # Usage: scripts/train-nano.sh WORK_DIR [BUILD_DIR]   (BUILD_DIR: a build with pocket and pocket-train)
-# Environment: PRETRAIN_STEPS (default 700), SFT_STEPS (default 1100), THREADS (default 2).
+# Environment: PRETRAIN_STEPS (default 700), SFT_STEPS (default 520), THREADS (default 2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:?usage: scripts/train-nano.sh WORK_DIR [BUILD_DIR]}
@@ -29,8 +29,8 @@ export OPENBLAS_NUM_THREADS=1  # torch's own OpenMP threads do the work; nested 
 
 # 3. SFT on the five app tasks (loss on the answers only).
 "$T" sft --init "$work/pre" --data "$work/tasks.shard" --out "$work/sft" --eval-data "$work/tasks/dev.jsonl" \
-  --eval-examples 40 --seq-len 256 --batch 16 --steps "${SFT_STEPS:-1100}" --lr 2e-3 --min-lr 2e-4 --warmup 20 \
-  --eval-interval 250 --log-interval 20 --ckpt-interval 100 --threads "$threads"
+  --eval-examples 40 --seq-len 256 --batch 16 --steps "${SFT_STEPS:-520}" --lr 2e-3 --min-lr 2e-4 --warmup 20 \
+  --eval-interval 160 --log-interval 20 --ckpt-interval 80 --threads "$threads"
 
 # 4. Export and score every precision on the held-out test split.
 for t in f32 q8_g32 q4_g32; do

@@ -10,6 +10,7 @@
 #include "kernels/ref/ops_ref.h"
 #include "model/hparams.h"
 #include "quant/quantize.h"
+#include "quant/quantize_weighted.h"
 
 namespace pocket {
 
@@ -57,7 +58,9 @@ std::optional<DType> parse_quant_type(const std::string& name) {
   return std::nullopt;
 }
 
-Status quantize_model(const std::string& in_path, const std::string& out_path, const QuantizePolicy& policy) {
+Status quantize_model(const std::string& in_path, const std::string& out_path, const QuantizePolicy& policy,
+                      QuantizeReport* report) {
+  QuantizeReport rep;
   POCKET_ASSIGN_OR_RETURN(Package pkg, Package::open(in_path));
   POCKET_ASSIGN_OR_RETURN(HParams h, HParams::from_json(pkg.descriptor_json()));
   const DType embed = policy.embed.value_or(policy.matrices);
@@ -80,8 +83,18 @@ Status quantize_model(const std::string& in_path, const std::string& out_path, c
       dst = policy.matrices;
     }
     if (t.shape.size() == 2) dst = storage_dtype(dst, t.name, t.shape[0], policy.interleave);
+    const std::vector<float>* imp = nullptr;
+    if (quant::is_quantised(dst) && t.dtype != dst) {
+      if (policy.importance != nullptr) imp = policy.importance->find(t.name);
+      if (imp != nullptr && imp->size() != t.cols()) {
+        return invalid_argument("[quantize] the importance statistics for '" + t.name + "' have " +
+                                std::to_string(imp->size()) + " columns, the tensor has " + std::to_string(t.cols()) +
+                                " (statistics from another model?): " + in_path);
+      }
+      ++(imp != nullptr ? rep.n_weighted : rep.n_plain);
+    }
     const TensorInfo* tp = &t;
-    POCKET_RETURN_IF_ERROR(w.add_tensor(t.name, dst, t.shape, [tp, dst](std::span<uint8_t> out) -> Status {
+    POCKET_RETURN_IF_ERROR(w.add_tensor(t.name, dst, t.shape, [tp, dst, imp](std::span<uint8_t> out) -> Status {
       if (tp->dtype == dst) {  // already in the target format: copied bit for bit
         std::memcpy(out.data(), tp->data, tp->size);
         return Status::ok();
@@ -100,10 +113,16 @@ Status quantize_model(const std::string& in_path, const std::string& out_path, c
       }
       std::vector<float> f;
       POCKET_RETURN_IF_ERROR(tensor_to_f32(*tp, &f));
+      if (imp != nullptr) {
+        return quant::quantize_tensor_weighted(dst, f.data(), static_cast<int64_t>(tp->rows()),
+                                               static_cast<int64_t>(tp->cols()), *imp, out);
+      }
       return convert_f32(f, dst, tp->rows(), tp->cols(), out);
     }));
   }
-  return w.write(out_path);
+  POCKET_RETURN_IF_ERROR(w.write(out_path));
+  if (report != nullptr) *report = rep;
+  return Status::ok();
 }
 
 }  // namespace pocket

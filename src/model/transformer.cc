@@ -122,6 +122,9 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
   const bool fast = shape_.kv_f16;
   float* x = x_.data();
   float* xb = xb_.data();
+  auto observe = [&](const WeightRef& wr, const float* in, int64_t rows) {
+    if (observer_ != nullptr) observer_->observe(wr, in, rows);
+  };
   auto norm_rows = [&](float* out, const float* in, const WeightRef& wn, int64_t rows) {
     if (fast) kernels::rmsnorm(pool, out, in, wn.f32(), rows, d, h.norm_eps);
     else for (int64_t i = 0; i < rows; ++i) ref::rmsnorm(out + i * d, in + i * d, wn.f32(), d, h.norm_eps);
@@ -135,6 +138,9 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     }
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
     norm_rows(xb, x, L.attn_norm, m);
+    observe(L.wq, xb, m);
+    observe(L.wk, xb, m);
+    observe(L.wv, xb, m);
     matmul(pool, q_.data(), xb, m, L.wq, ms);
     matmul(pool, k_.data(), xb, m, L.wk, ms);
     matmul(pool, v_.data(), xb, m, L.wv, ms);
@@ -168,14 +174,18 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     } else {
       attention(l, m);  // -> xb2 [m, q_dim]
     }
+    observe(L.wo, xb2_.data(), m);
     matmul(pool, xb, xb2_.data(), m, L.wo, ms);
     for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
 
     norm_rows(xb, x, L.ffn_norm, m);
+    observe(L.w_gate, xb, m);
+    observe(L.w_up, xb, m);
     matmul(pool, hb_.data(), xb, m, L.w_gate, ms);
     matmul(pool, hb2_.data(), xb, m, L.w_up, ms);
     if (fast) kernels::swiglu(pool, hb_.data(), hb2_.data(), m, h.n_ff);
     else ref::swiglu(hb_.data(), hb2_.data(), m * h.n_ff);
+    observe(L.w_down, hb_.data(), m);
     matmul(pool, xb, hb_.data(), m, L.w_down, ms);
     for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
   }
@@ -185,6 +195,7 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
   const int64_t first = all_logits ? 0 : m - 1;
   const int64_t rows = m - first;
   norm_rows(xb, x + first * d, w.output_norm, rows);
+  observe(w.output, xb, rows);
   matmul(pool, logits_out, xb, rows, w.output, ms);
   return Status::ok();
 }

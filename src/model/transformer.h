@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "model/activation_observer.h"
 #include "model/memory_plan.h"
 #include "model/model.h"
 #include "quant/blocks.h"
@@ -38,6 +39,10 @@ class Transformer {
   // Forgets every position >= n (speculative rollback, edits). n must be <= n_past().
   void truncate(int64_t n);
 
+  // Reports every weight matrix's input to `o` during forward() (nullptr: off, the default). Not owned; it
+  // must outlive its use. Only calibration tools set one.
+  void set_observer(ActivationObserver* o) { observer_ = o; }
+
   const Model& model() const { return *model_; }
   const SessionShape& shape() const { return shape_; }
   const MemoryPlan& plan() const { return plan_; }
@@ -54,6 +59,7 @@ class Transformer {
   ThreadPool* pool_;
   MemoryPlan plan_;
   int64_t n_past_ = 0;
+  ActivationObserver* observer_ = nullptr;  // not owned
   // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32 (reference path) or f16 (kernel path).
   std::vector<float> k_cache_, v_cache_;
   std::vector<uint16_t> k_cache16_, v_cache16_;

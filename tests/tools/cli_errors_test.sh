@@ -33,5 +33,15 @@ expect "corrupt" "$pocket" verify "$tmp/flip.pocket"
 # Truncated: refused at open.
 head -c $((size / 2)) "$tmp/tiny.pocket" > "$tmp/trunc.pocket"
 expect "truncated" "$pocket" run -m "$tmp/trunc.pocket" -p hi
+# Importance statistics: a file that is not one, and statistics from another model.
+expect "bad magic" "$pocket" quantize "$tmp/tiny.pocket" "$tmp/q.pocket" --imatrix "$tmp/text.pocket"
+expect "cannot read" "$pocket" quantize "$tmp/tiny.pocket" "$tmp/q.pocket" --imatrix "$tmp/missing.imatrix"
+printf 'Once upon a time there was a cat.' > "$tmp/calib.txt"
+"$pocket" imatrix -m "$tmp/tiny.pocket" -f "$tmp/calib.txt" -o "$tmp/tiny.imatrix" 2>/dev/null || { echo "imatrix failed"; exit 1; }
+"$pocket" quantize "$tmp/tiny.pocket" "$tmp/q.pocket" --imatrix "$tmp/tiny.imatrix" 2>/dev/null || { echo "quantize --imatrix failed"; fail=1; }
+# One entry, blk.0.attn_q.weight, of 1 column (format in src/quant/importance.h).
+printf 'PKIMTX\0\0\x01\0\0\0\x01\0\0\0\x01\0\0\0\0\0\0\0\x13\0\0\0blk.0.attn_q.weight\x01\0\0\0\0\0\x80\x3f' > "$tmp/narrow.imatrix"
+expect "statistics from another model" "$pocket" quantize "$tmp/tiny.pocket" "$tmp/q.pocket" --imatrix "$tmp/narrow.imatrix"
+expect "cannot read text file" "$pocket" imatrix -m "$tmp/tiny.pocket" -f "$tmp/missing.txt" -o "$tmp/x.imatrix"
 [ $fail -eq 0 ] && echo "cli_errors: all bad inputs refused with clear errors"
 exit $fail

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "tokenizer/chat_template.h"
 #include "core/process_memory.h"
 #include "generate/session.h"
 #include "speculative/speculative_session.h"
@@ -23,7 +24,8 @@ struct RunArgs {
   int top_k = -1000000, repeat_last_n = -1000000;
   uint64_t seed = 0;
   double mem_budget_mb = 0;
-  bool no_bos = false, special = false, ignore_eos = false;
+  bool no_bos = false, special = false, ignore_eos = false, chat = false;
+  std::string system;
   std::string spec = "none", draft_model;  // speculative decoding (src/speculative)
   int draft_max = 8;
 };
@@ -62,11 +64,21 @@ int run(const RunArgs& a) {
     specs = std::move(*session);
   }
 
+  const std::string shown = prompt;  // echoed as typed, without the template's markup
+  if (a.chat) {  // one user turn (after an optional system turn) in the package's chat template
+    const std::string& tmpl = (*model)->config().chat_template;
+    std::vector<ChatMessage> msgs;
+    if (!a.system.empty()) msgs.push_back({"system", a.system});
+    msgs.push_back({"user", prompt});
+    auto rendered = apply_chat_template(tmpl, msgs, true);
+    if (!rendered) return report("run", rendered.status());
+    prompt = *rendered;
+  }
   const auto& def = (*model)->config().sampling;
   GenerateOptions go;
   go.n_predict = a.n_predict;
   go.add_bos = !a.no_bos;
-  go.parse_special = a.special;
+  go.parse_special = a.special || a.chat;
   go.stop_at_eos = !a.ignore_eos;
   SamplingParams& sp = go.sampling;
   sp.temperature = std::isnan(a.temp) ? def.temperature : a.temp;
@@ -77,7 +89,8 @@ int run(const RunArgs& a) {
   sp.repeat_last_n = a.repeat_last_n == -1000000 ? def.repeat_last_n : a.repeat_last_n;
   sp.seed = a.seed;
 
-  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fwrite(shown.data(), 1, shown.size(), stdout);
+  if (a.chat) std::fputc('\n', stdout);
   std::fflush(stdout);
   GenerateStats stats;
   const TokenCallback print = [](int32_t, std::string_view text) {
@@ -129,6 +142,8 @@ void register_run(CLI::App& app) {
   c->add_option("--mem-budget", a->mem_budget_mb, "Refuse a session whose memory plan exceeds this many MiB");
   c->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   c->add_flag("--special", a->special, "Parse special-token text in the prompt");
+  c->add_flag("--chat", a->chat, "Wrap the prompt as a user turn in the package's chat template (implies --special)");
+  c->add_option("--system", a->system, "With --chat: a system turn before the user turn");
   c->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past stop tokens");
   c->add_option("--spec", a->spec, "Speculative decoding: none, ngram (prompt lookup) or draft (-md)")
       ->check(CLI::IsMember({"none", "ngram", "draft"}));

@@ -53,6 +53,7 @@ Status evaluate_text(const std::vector<std::shared_ptr<const Model>>& models, co
     POCKET_ASSIGN_OR_RETURN(auto tf, Transformer::create(m, shape, &pool));
     tfs.push_back(std::move(tf));
   }
+  tfs[0]->set_observer(opts.observer);
   // Each window: [BOS] + up to n_ctx - 1 text tokens (or n_ctx text tokens without BOS).
   const int64_t per_window = bos >= 0 ? n_ctx - 1 : n_ctx;
   const int64_t n_text = static_cast<int64_t>(tokens.size());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/activation_observer.h"
 #include "model/model.h"
 
 namespace pocket::cli {
@@ -20,6 +21,7 @@ struct TextEvalOptions {
   int64_t n_batch = 64;    // rows per forward pass
   int n_threads = 0;       // 0: hardware threads, at most 8
   int64_t max_tokens = 0;  // evaluate at most this many tokens of the text (0: all)
+  ActivationObserver* observer = nullptr;  // set on the first model's session (pocket imatrix); not owned
 };
 
 // logits[i] is model i's row for the position whose next token is `target`. [n_vocab] f32 each.
