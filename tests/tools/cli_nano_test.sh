@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The README's main job on the shipped model: `pocket run --chat` renders the prompt with pocket-nano's
+# ChatML template and answers an extraction prompt with one JSON object (keys of the task's schema), then
+# prints the budget line. (Field values are checked by score-tasks in tests/train/nano_model_test.cc.)
+set -uo pipefail
+pocket=$1
+model=$2/models/pocket-nano-q4.pocket
+[ -f "$model" ] || { echo "SKIP: $model is absent"; exit 77; }
+out=$("$pocket" run -m "$model" --chat -n 96 --temp 0 -p $'提取JSON：\n墨绿色双肩包，品牌山野，尺码：大号，￥329，面料尼龙。' 2>"${TMPDIR:-/tmp}/nano_err.$$")
+rc=$?
+err=$(cat "${TMPDIR:-/tmp}/nano_err.$$"); rm -f "${TMPDIR:-/tmp}/nano_err.$$"
+fail=0
+[ $rc -eq 0 ] || { echo "FAILED: pocket run exited $rc: $err"; exit 1; }
+answer=$(printf '%s\n' "$out" | tail -n 1)
+/usr/bin/python3 - "$answer" <<'PY' || fail=1
+import json, sys
+a = json.loads(sys.argv[1])
+assert isinstance(a, dict) and "name" in a, a
+assert set(a) <= {"name", "brand", "price", "colour", "size", "material"}, a
+PY
+grep -q "| package " <<<"$err" || { echo "FAILED: no budget line: $err"; fail=1; }
+grep -q "peak memory increase" <<<"$err" || { echo "FAILED: no peak memory in the budget line: $err"; fail=1; }
+[ $fail -eq 0 ] && echo "ok: $answer"
+exit $fail
