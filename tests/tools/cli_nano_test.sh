@@ -12,12 +12,9 @@ err=$(cat "${TMPDIR:-/tmp}/nano_err.$$"); rm -f "${TMPDIR:-/tmp}/nano_err.$$"
 fail=0
 [ $rc -eq 0 ] || { echo "FAILED: pocket run exited $rc: $err"; exit 1; }
 answer=$(printf '%s\n' "$out" | tail -n 1)
-/usr/bin/python3 - "$answer" <<'PY' || fail=1
-import json, sys
-a = json.loads(sys.argv[1])
-assert isinstance(a, dict) and "name" in a, a
-assert set(a) <= {"name", "brand", "price", "colour", "size", "material"}, a
-PY
+# One JSON object with the extraction schema's first key (no python on a bare CI machine: a pattern check).
+grep -Eq '^\{"name":"[^"]+"(,"(brand|price|colour|size|material)":("[^"]*"|[0-9.]+))*\}$' <<<"$answer" ||
+  { echo "FAILED: not a JSON object of the extraction schema: $answer"; fail=1; }
 grep -q "| package " <<<"$err" || { echo "FAILED: no budget line: $err"; fail=1; }
 grep -q "peak memory increase" <<<"$err" || { echo "FAILED: no peak memory in the budget line: $err"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $answer"
