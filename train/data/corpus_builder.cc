@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "tokenizer/normalizer.h"
+#include "tokenizer/utf8.h"
 
 namespace pocket::train {
 
@@ -62,24 +63,6 @@ uint32_t next_cp(std::string_view s, size_t& i) {
   for (int k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
   i += n;
   return cp;
-}
-
-void append_cp(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 bool is_han(uint32_t cp) {
@@ -390,7 +373,7 @@ std::string clean_line(std::string_view line) {
     if (is_dropped_control(cp)) continue;
     if (pending_space) a.push_back(' ');
     pending_space = false;
-    append_cp(cp, &a);
+    append_utf8(cp, &a);
   }
   // 2. NFC (whitespace and controls are unaffected by it, so the order of 1 and 2 does not matter).
   std::string b;
