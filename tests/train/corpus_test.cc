@@ -99,12 +99,12 @@ TEST(CorpusMo, RejectsHostileHeaders) {
 }
 
 TEST(CorpusClean, Utf8Validation) {
-  EXPECT_TRUE(is_valid_utf8("plain 中文 ✓ 𠀀"));
-  EXPECT_FALSE(is_valid_utf8("\xC0\xAF"));          // overlong
-  EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(is_valid_utf8("\xF4\x90\x80\x80"));  // past U+10FFFF
-  EXPECT_FALSE(is_valid_utf8("ab\xE4\xB8"));        // truncated
-  EXPECT_FALSE(is_valid_utf8("\xFF"));
+  EXPECT_TRUE(pocket::is_valid_utf8("plain 中文 ✓ 𠀀"));
+  EXPECT_FALSE(pocket::is_valid_utf8("\xC0\xAF"));          // overlong
+  EXPECT_FALSE(pocket::is_valid_utf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(pocket::is_valid_utf8("\xF4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(pocket::is_valid_utf8("ab\xE4\xB8"));        // truncated
+  EXPECT_FALSE(pocket::is_valid_utf8("\xFF"));
 }
 
 TEST(CorpusClean, LineRules) {

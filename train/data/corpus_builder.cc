@@ -317,36 +317,6 @@ Expected<std::vector<MoEntry>> parse_mo(std::span<const uint8_t> b, const std::s
 
 // ---- Cleaning -------------------------------------------------------------------------------------
 
-bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int n;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      n = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + n > s.size()) return false;
-    for (int k = 1; k < n; ++k) {
-      const auto d = static_cast<uint8_t>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n;
-  }
-  return true;
-}
 
 std::string clean_line(std::string_view line) {
   // 1. Controls and ANSI escapes out, whitespace runs collapsed, trimmed.

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/utf8.h"
+
 #include "core/status.h"
 
 namespace pocket::train {
@@ -55,7 +57,7 @@ struct CleanRules {
   double max_duplicate_fraction = 0.5;  // a document losing more of its bytes to paragraph dedupe is dropped
 };
 
-bool is_valid_utf8(std::string_view s);
+// UTF-8 validity is pocket::is_valid_utf8 (tokenizer/utf8.h): strict (no overlongs, surrogates, > U+10FFFF).
 
 // One line of raw text -> its cleaned form: ANSI escape sequences and control characters removed, NFC,
 // every run of whitespace (including NBSP and U+3000) collapsed to one space, a space between two CJK
