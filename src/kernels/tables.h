@@ -8,6 +8,7 @@ namespace pocket::kernels {
 
 const KernelTable& ref_table();
 const KernelTable& avx2_table();          // x86-64 only: AVX2 + FMA + F16C
+const KernelTable& avx512_vnni_table();   // x86-64 only: the AVX2 table with AVX-512 VNNI matmuls
 const KernelTable& neon_table();          // aarch64 only: baseline NEON
 const KernelTable& neon_dotprod_table();  // aarch64 only: NEON + SDOT (ARMv8.2 dotprod)
 

@@ -1,0 +1,112 @@
+// Q4G32R8 with VPDPBUSD. The block layout is the one avx2/matmul_avx2.cc reads: per 4-element chunk p of a
+// 32-element block, 32 bytes hold the 8 rows' nibbles (row k in 32-bit lane k: low nibbles elements 4p..4p+3,
+// high nibbles 16+4p..16+4p+3). VPDPBUSD multiplies each lane's 4 unsigned nibbles (u in [0, 15]) by the
+// activation's 4 signed bytes broadcast to every lane and adds the 4 products into the lane's int32: one
+// instruction where AVX2 needs maddubs + an int16 add, and no int16 range argument (|sum| per block
+// <= 32 * 15 * 127, far from 2^31). The +8 offset of the nibbles is removed per block with the activation
+// block's float sum s: dw[8] * (da * sum - 8 s), two FMAs for 8 rows.
+//
+// Dependency chains: VPDPBUSD has a latency of several cycles, so each activation row keeps two int32
+// accumulators (low and high nibbles) and a tile works on C rows: 2C independent chains per block.
+// This file is compiled with AVX-512 flags: it keeps everything in an anonymous namespace and calls no
+// out-of-line library templates, so no AVX-512 code can be merged into code that runs on other CPUs.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/avx512/avx512_vnni.h"
+#include "kernels/tile_loop.h"
+#include "quant/blocks.h"
+
+namespace pocket::kernels::avx512_vnni {
+namespace {
+
+using quant::ActBlock;
+using quant::BlockQ4G32R8;
+
+struct R8Args {
+  float* y;
+  int64_t ldy;
+  const BlockQ4G32R8* w;
+  const ActBlock* x;
+  int64_t nb;  // blocks per row
+};
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Y[i .. i + C, r .. r + 8].
+template <int C>
+inline void r8_tile(const R8Args& a, int64_t r, int64_t i) {
+  const BlockQ4G32R8* wg = a.w + (r / 8) * a.nb;
+  const ActBlock* x[C];
+  for (int c = 0; c < C; ++c) x[c] = a.x + (i + c) * a.nb;
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < a.nb; ++b) {
+    const BlockQ4G32R8& blk = wg[b];
+    const char* pf = reinterpret_cast<const char*>(&blk) + 640;  // ~4 blocks ahead, both lines of a block
+    _mm_prefetch(pf, _MM_HINT_T0);
+    _mm_prefetch(pf + 72, _MM_HINT_T0);
+    __m256i s_lo[C], s_hi[C];
+    for (int c = 0; c < C; ++c) s_lo[c] = s_hi[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.q + 32 * p));
+      const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        s_lo[c] = _mm256_dpbusd_epi32(s_lo[c], lo, bcast4(x[c][b].q + 4 * p));
+        s_hi[c] = _mm256_dpbusd_epi32(s_hi[c], hi, bcast4(x[c][b].q + 16 + 4 * p));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d)));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(s_lo[c], s_hi[c]));
+      const __m256 t = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(&x[c][b].d), _mm256_set1_ps(-8.0f * x[c][b].s));
+      acc[c] = _mm256_fmadd_ps(dw, t, acc[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(a.y + (i + c) * a.ldy + r, acc[c]);
+}
+
+// Batched tiles: 8 weight rows x kColsR8 activation rows (2 * kColsR8 int32 + kColsR8 float accumulators,
+// the unpacked nibbles and constants fit the 32 registers AVX512VL gives).
+constexpr int kColsR8 = 8;
+
+}  // namespace
+
+void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
+                    int64_t r1) {
+  const R8Args a{y, ldy, reinterpret_cast<const BlockQ4G32R8*>(w), x, quant::act_blocks(n)};
+  if (m == 1) {
+    for (int64_t r = r0; r < r1; r += 8) r8_tile<1>(a, r, 0);
+    return;
+  }
+  // Weight rows in blocks of about kWeightBlockBytes (L2), activation tiles inside (see tile_loop.h).
+  constexpr int C = kColsR8;
+  const int64_t row_bytes = a.nb * static_cast<int64_t>(sizeof(BlockQ4G32R8)) / 8;
+  int64_t block = kWeightBlockBytes / (8 * row_bytes) * 8;
+  if (block < 8) block = 8;
+  for (int64_t rb = r0; rb < r1; rb += block) {
+    const int64_t re = rb + block < r1 ? rb + block : r1;
+    int64_t i = 0;
+    for (; i + C <= m; i += C) {
+      for (int64_t r = rb; r < re; r += 8) r8_tile<C>(a, r, i);
+    }
+    if (i + 4 <= m) {
+      for (int64_t r = rb; r < re; r += 8) r8_tile<4>(a, r, i);
+      i += 4;
+    }
+    for (; i < m; ++i) {
+      for (int64_t r = rb; r < re; r += 8) r8_tile<1>(a, r, i);
+    }
+  }
+}
+
+}  // namespace pocket::kernels::avx512_vnni
