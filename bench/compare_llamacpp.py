@@ -32,13 +32,25 @@ def pocket_bench(pocket, model, reps, threads, depth):
     return json.loads(out)
 
 
-def llama_bench(bindir, model, reps, threads):
-    out = run([os.path.join(bindir, "llama-bench"), "-m", model, "-p", "512", "-n", "128", "-pg", "512,128",
-               "-r", str(reps), "-t", str(threads), "-o", "json"]).stdout
+def llama_bench_has_depth(bindir):
+    """Newer llama-bench builds take -d/--n-depth (tokens already in the context before each test)."""
+    p = subprocess.run([os.path.join(bindir, "llama-bench"), "--help"], capture_output=True, text=True)
+    return "--n-depth" in p.stdout + p.stderr
+
+
+def llama_bench(bindir, model, reps, threads, depth=0):
+    cmd = [os.path.join(bindir, "llama-bench"), "-m", model, "-r", str(reps), "-t", str(threads), "-o", "json"]
+    if depth:
+        cmd += ["-p", "0", "-n", "128", "-d", str(depth)]
+    else:
+        cmd += ["-p", "512", "-n", "128", "-pg", "512,128"]
+    out = run(cmd).stdout
     rows = {}
     for r in json.loads(out):
         p, n = r["n_prompt"], r["n_gen"]
         name = f"pp{p}" if n == 0 else (f"tg{n}" if p == 0 else f"pp{p}+tg{n}")
+        if r.get("n_depth", 0):
+            name += f"@d{r['n_depth']}"
         rows[name] = r["samples_ts"]
     return rows
 
@@ -61,9 +73,13 @@ def make_prompt(pocket, model, path, target=500):
 
 
 def llama_depth(bindir, model, threads, prompt):
-    """tg128 after a ~512-token prompt (this llama-bench has no -d): llama-cli's eval timings, and its peak
-    RSS from /usr/bin/time -v (the whole process; llama.cpp has no pre-load baseline to subtract)."""
-    cmd = ["/usr/bin/time", "-v", os.path.join(bindir, "llama-cli"), "-m", model, "-f", prompt, "-n", "128",
+    """tg128 after a ~512-token prompt, for llama-bench builds without -d: the eval timings of llama-cli (or
+    llama-completion, its later name for plain completion), and its peak RSS from /usr/bin/time -v (the whole
+    process; llama.cpp has no pre-load baseline to subtract). Newer builds use it for the peak RSS only."""
+    exe = os.path.join(bindir, "llama-completion")
+    if not os.path.exists(exe):
+        exe = os.path.join(bindir, "llama-cli")
+    cmd = ["/usr/bin/time", "-v", exe, "-m", model, "-f", prompt, "-n", "128",
            "-t", str(threads), "-c", "1024", "--ignore-eos", "-no-cnv", "--temp", "0", "-s", "1"]
     p = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     log = p.stdout + p.stderr
@@ -109,6 +125,7 @@ def main():
         builds = [x.split("=", 1) if "=" in x else ("llama.cpp", x) for x in a.llama]
         L = {lab: {"pp512": [], "tg128": [], "pp512+tg128": [], "tg128@d512": [], "rss": []} for lab, _ in builds}
         errors = {lab: None for lab, _ in builds}
+        has_depth = {lab: llama_bench_has_depth(bindir) for lab, bindir in builds}
         for rnd in range(a.rounds):
             j = pocket_bench(a.pocket, pk, a.reps, a.threads, 512)
             for row in j["rows"]:
@@ -124,8 +141,11 @@ def main():
                 try:
                     for k, v in llama_bench(bindir, gg, a.reps, a.threads).items():
                         L[lab][k] += v
+                    if has_depth[lab]:
+                        L[lab]["tg128@d512"] += llama_bench(bindir, gg, a.reps, a.threads, 512)["tg128@d512"]
                     d = llama_depth(bindir, gg, a.threads, prompt)
-                    L[lab]["tg128@d512"].append(d["tg_tps"])
+                    if not has_depth[lab]:
+                        L[lab]["tg128@d512"].append(d["tg_tps"])
                     if d["peak_rss_mib"]:
                         L[lab]["rss"].append(d["peak_rss_mib"])
                 except (subprocess.CalledProcessError, RuntimeError) as e:

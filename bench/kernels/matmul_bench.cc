@@ -123,6 +123,7 @@ void BM_gemm512_f16(benchmark::State& s) { run_matmul(s, DType::kF16, 512); }
 void BM_gemv_hot_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 1, true); }
 void BM_gemv_hot_q4g64(benchmark::State& s) { run_matmul(s, DType::kQ4G64, 1, true); }
 void BM_gemv_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 1, true); }
+void BM_gemv_hot_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 1, true); }
 void BM_gemm64_hot_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 64, true); }
 void BM_gemm64_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 64, true); }
 void BM_gemm64_hot_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 64, true); }
@@ -132,6 +133,7 @@ void hot_shape(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_gemv_hot_q4g32)->Apply(hot_shape);
 BENCHMARK(BM_gemv_hot_q4g64)->Apply(hot_shape);
 BENCHMARK(BM_gemv_hot_q8g32)->Apply(hot_shape);
+BENCHMARK(BM_gemv_hot_q4g32r8)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q4g32)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q8g32)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q4g32r8)->Apply(hot_shape);

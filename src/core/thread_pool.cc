@@ -1,4 +1,5 @@
-// ThreadPool: workers spin briefly, then sleep on a condition variable between jobs; the caller takes slice 0.
+// ThreadPool: workers spin briefly, then sleep on a condition variable between jobs; every thread, the caller
+// included, claims chunks of the job from an atomic counter.
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -51,14 +52,22 @@ bool spin_until(Pred&& pred, int64_t micros) {
 
 }  // namespace
 
-void ThreadPool::slice(int index, int64_t* b, int64_t* e) const {
-  const int64_t n_grains = (n_ + grain_ - 1) / grain_;
-  const int64_t per = n_grains / n_threads_;
-  const int64_t extra = n_grains % n_threads_;
-  const int64_t g0 = index * per + std::min<int64_t>(index, extra);
-  const int64_t g1 = g0 + per + (index < extra ? 1 : 0);
-  *b = std::min(n_, g0 * grain_);
-  *e = std::min(n_, g1 * grain_);
+// The job is cut into about kChunksPerThread contiguous chunks per thread (whole grains), claimed in order
+// from an atomic counter by every thread, the caller included: a thread that runs late (woken late,
+// descheduled, on a slower core or memory channel) takes fewer chunks instead of making the others wait.
+void ThreadPool::chunk(int64_t c, int64_t* b, int64_t* e) const {
+  *b = std::min(n_, c * chunk_grains_ * grain_);
+  *e = std::min(n_, (c + 1) * chunk_grains_ * grain_);
+}
+
+void ThreadPool::drain(int index) {
+  for (;;) {
+    const int64_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= n_chunks_) return;
+    int64_t b, e;
+    chunk(c, &b, &e);
+    if (b < e) fn_(ctx_, b, e, index);
+  }
 }
 
 void ThreadPool::run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx) {
@@ -71,15 +80,17 @@ void ThreadPool::run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx) {
   ctx_ = ctx;
   n_ = n;
   grain_ = std::max<int64_t>(1, grain);
+  const int64_t n_grains = (n_ + grain_ - 1) / grain_;
+  chunk_grains_ = std::max<int64_t>(1, (n_grains + n_threads_ * kChunksPerThread - 1) / (n_threads_ * kChunksPerThread));
+  n_chunks_ = (n_grains + chunk_grains_ - 1) / chunk_grains_;
+  next_chunk_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   generation_.fetch_add(1);  // seq_cst: ordered against the sleepers_ read below (no lost wake-up)
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mu_); }  // a worker between its check and its wait holds mu_
     cv_start_.notify_all();
   }
-  int64_t b, e;
-  slice(0, &b, &e);
-  if (b < e) fn(ctx, b, e, 0);
+  drain(0);
   auto done = [this] { return pending_.load() == 0; };  // seq_cst: pairs with caller_sleeping_
   if (spin_until(done, kSpinMicros)) return;
   std::unique_lock<std::mutex> lock(mu_);
@@ -100,9 +111,7 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    int64_t b, e;
-    slice(index, &b, &e);
-    if (b < e) fn_(ctx_, b, e, index);
+    drain(index);
     if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       { std::lock_guard<std::mutex> lock(mu_); }
       cv_done_.notify_one();

@@ -1,5 +1,7 @@
-// A persistent pool of worker threads for splitting row ranges. run() hands every thread (the caller
-// included) one contiguous slice of [0, n) and blocks until all are done; it allocates nothing.
+// A persistent pool of worker threads for splitting row ranges. run() cuts [0, n) into a few contiguous
+// chunks per thread, which the threads (the caller included) claim in order until none is left, and blocks
+// until all are done; it allocates nothing. fn may thus run several times on one thread (with disjoint
+// ranges, one after another), never on two threads at once for the same range.
 // Thread safety: one run() at a time per pool (a Session owns its pool or serialises on it).
 //
 // Hand-off: a decode step is ~200 short run() calls, so waking sleeping threads through the kernel each time
@@ -28,8 +30,8 @@ class ThreadPool {
 
   int n_threads() const { return n_threads_; }
 
-  // Calls fn(begin, end, thread_index) on each thread for its slice of [0, n). Slices are aligned to
-  // `grain` items so that kernels working in blocks never split one.
+  // Calls fn(begin, end, thread_index) for disjoint chunks covering [0, n), on the threads that claim them.
+  // Chunks are aligned to `grain` items so that kernels working in blocks never split one.
   template <typename Fn>
   void run(int64_t n, Fn&& fn, int64_t grain = 1) {
     auto trampoline = [](void* ctx, int64_t b, int64_t e, int t) { (*static_cast<Fn*>(ctx))(b, e, t); };
@@ -41,12 +43,15 @@ class ThreadPool {
 
   // How long an idle worker (or the waiting caller) spins before it sleeps.
   static constexpr int64_t kSpinMicros = 200;
+  // Chunks per thread in a job (load balance against the cost of one atomic claim per chunk).
+  static constexpr int64_t kChunksPerThread = 4;
 
  private:
   using RawFn = void (*)(void*, int64_t, int64_t, int);
   void run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx);
   void worker_loop(int index);
-  void slice(int index, int64_t* b, int64_t* e) const;
+  void chunk(int64_t c, int64_t* b, int64_t* e) const;
+  void drain(int index);  // claims and runs chunks of the current job until none is left
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -63,6 +68,9 @@ class ThreadPool {
   void* ctx_ = nullptr;
   int64_t n_ = 0;
   int64_t grain_ = 1;
+  int64_t chunk_grains_ = 1;  // grains per chunk
+  int64_t n_chunks_ = 0;
+  std::atomic<int64_t> next_chunk_{0};
 };
 
 }  // namespace pocket

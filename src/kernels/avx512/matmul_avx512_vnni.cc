@@ -32,10 +32,12 @@ struct R8Args {
   int64_t nb;  // blocks per row
 };
 
-inline __m256i bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
+// acc += VPDPBUSD(u, the 4 bytes at p broadcast to every lane), with the broadcast embedded in the memory
+// operand ({1to8}): GCC does not fold _mm256_set1_epi32 of a load into it, and a separate VPBROADCASTD
+// per instruction measurably costs issue bandwidth.
+inline __m256i dpbusd_bcast(__m256i acc, __m256i u, const int8_t* p) {
+  __asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
 }
 
 // Y[i .. i + C, r .. r + 8].
@@ -60,8 +62,8 @@ inline void r8_tile(const R8Args& a, int64_t r, int64_t i) {
       const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        s_lo[c] = _mm256_dpbusd_epi32(s_lo[c], lo, bcast4(x[c][b].q + 4 * p));
-        s_hi[c] = _mm256_dpbusd_epi32(s_hi[c], hi, bcast4(x[c][b].q + 16 + 4 * p));
+        s_lo[c] = dpbusd_bcast(s_lo[c], lo, x[c][b].q + 4 * p);
+        s_hi[c] = dpbusd_bcast(s_hi[c], hi, x[c][b].q + 16 + 4 * p);
       }
     }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d)));
