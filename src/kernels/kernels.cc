@@ -58,6 +58,26 @@ void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, Act
   pool.run(w.rows, [&](int64_t b, int64_t e, int) { matmul(y, w.rows, w, x, xq_scratch, m, b, e); }, kRowGrain);
 }
 
+void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int count, const float* x,
+                   ActBlock* xq_scratch, int64_t m) {
+  assert(count >= 1 && count <= kMaxShared);
+  const bool quantised = ws[0].dtype != DType::kF32 && ws[0].dtype != DType::kF16;
+  if (quantised) {
+    const int64_t n = ws[0].cols;
+    pool.run(m, [&](int64_t b, int64_t e, int) { quantize_act_rows(xq_scratch, x, n, b, e); });
+  }
+  // The matrices' rows laid end to end, each starting on a grain boundary, so that a chunk of the joint
+  // range maps to grain-aligned row ranges of each matrix it touches (Q4G32R8 needs multiples of 8).
+  int64_t off[kMaxShared + 1] = {0};
+  for (int j = 0; j < count; ++j) off[j + 1] = off[j] + (ws[j].rows + kRowGrain - 1) / kRowGrain * kRowGrain;
+  pool.run(off[count], [&](int64_t b, int64_t e, int) {
+    for (int j = 0; j < count; ++j) {
+      const int64_t lo = std::max(b, off[j]) - off[j], hi = std::min(e, off[j] + ws[j].rows) - off[j];
+      if (lo < hi) matmul(ys[j], ws[j].rows, ws[j], x, xq_scratch, m, lo, hi);
+    }
+  }, kRowGrain);
+}
+
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps) {
   const auto fn = active().rmsnorm;
   pool.run(m, [&](int64_t b, int64_t e, int) {

@@ -91,6 +91,14 @@ void quantize_act_rows(ActBlock* out, const float* x, int64_t n, int64_t r0, int
 
 // Y[m, w.rows] = X[m, w.cols] · W^T. xq_scratch holds m * act_blocks(w.cols) blocks (unused for float W).
 void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, ActBlock* xq_scratch, int64_t m);
+
+// Several matrices applied to the same X (q/k/v, gate/up): ys[j][m, ws[j].rows] = X · ws[j]^T, with one
+// activation quantisation and one pool run over all their rows (a decode step has ~200 runs; each costs a
+// hand-off and a tail where one thread waits). Every ws[j] has X's width and is of the same kind (all
+// quantised, or all float); count <= kMaxShared.
+inline constexpr int kMaxShared = 4;
+void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int count, const float* x,
+                   ActBlock* xq_scratch, int64_t m);
 // x: [m, n] in place / out: [m, n].
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps);
 void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n);

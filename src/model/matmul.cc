@@ -51,4 +51,25 @@ void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightR
       4);
 }
 
+void matmul_shared(ThreadPool& pool, std::initializer_list<MatmulOut> outs, const float* X, int64_t M,
+                   const MatmulScratch& s) {
+  bool fused = outs.size() >= 2 && outs.size() <= static_cast<size_t>(kernels::kMaxShared);
+  for (const MatmulOut& o : outs) {
+    fused = fused && quant::is_quantised(o.w->dtype) && kernels::matmul_supports(o.w->dtype) &&
+            o.w->cols == outs.begin()->w->cols;
+  }
+  if (!fused) {
+    for (const MatmulOut& o : outs) matmul(pool, o.y, X, M, *o.w, s);
+    return;
+  }
+  float* ys[kernels::kMaxShared];
+  kernels::MatrixView ws[kernels::kMaxShared];
+  int count = 0;
+  for (const MatmulOut& o : outs) {
+    ys[count] = o.y;
+    ws[count++] = kernels::MatrixView{o.w->data, o.w->dtype, o.w->rows, o.w->cols};
+  }
+  kernels::matmul_shared(pool, ys, ws, count, X, s.xq, M);
+}
+
 }  // namespace pocket

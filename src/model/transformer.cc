@@ -141,9 +141,7 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     observe(L.wq, xb, m);
     observe(L.wk, xb, m);
     observe(L.wv, xb, m);
-    matmul(pool, q_.data(), xb, m, L.wq, ms);
-    matmul(pool, k_.data(), xb, m, L.wk, ms);
-    matmul(pool, v_.data(), xb, m, L.wv, ms);
+    matmul_shared(pool, {{q_.data(), &L.wq}, {k_.data(), &L.wk}, {v_.data(), &L.wv}}, xb, m, ms);
     if (fast) {
       qkv_fast(l, m);
     } else for (int64_t i = 0; i < m; ++i) {
@@ -181,8 +179,7 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     norm_rows(xb, x, L.ffn_norm, m);
     observe(L.w_gate, xb, m);
     observe(L.w_up, xb, m);
-    matmul(pool, hb_.data(), xb, m, L.w_gate, ms);
-    matmul(pool, hb2_.data(), xb, m, L.w_up, ms);
+    matmul_shared(pool, {{hb_.data(), &L.w_gate}, {hb2_.data(), &L.w_up}}, xb, m, ms);
     if (fast) kernels::swiglu(pool, hb_.data(), hb2_.data(), m, h.n_ff);
     else ref::swiglu(hb_.data(), hb2_.data(), m * h.n_ff);
     observe(L.w_down, hb_.data(), m);

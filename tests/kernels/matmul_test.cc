@@ -185,6 +185,39 @@ TEST(Matmul, PoolWrapperMatchesSingleThread) {
   }
 }
 
+// matmul_shared (q/k/v, gate/up) gives each matrix exactly what its own pool matmul gives: the same kernels
+// on the same quantised X, whatever rows a chunk spans (row counts not multiples of the grain included).
+TEST(Matmul, SharedInputMatchesSeparateCalls) {
+  ThreadPool pool(3);
+  const DType quantised[] = {DType::kQ8G32, DType::kQ4G32, DType::kQ4G64, DType::kQ4G32A, DType::kQ4G32R8};
+  for (DType t : quantised) {
+    for (int64_t m : {1, 5}) {
+      const bool r8 = t == DType::kQ4G32R8;
+      const int64_t rows[3] = {r8 ? 40 : 37, r8 ? 8 : 5, r8 ? 64 : 70};
+      std::vector<Problem> ps;
+      for (int j = 0; j < 3; ++j) ps.push_back(make(t, rows[j], 172, m, 20 + j));
+      for (int j = 1; j < 3; ++j) ps[j].x = ps[0].x;  // one input for all three
+      std::vector<std::vector<float>> got(3), want(3);
+      float* ys[3];
+      MatrixView ws[3];
+      for (int j = 0; j < 3; ++j) {
+        got[j].assign(static_cast<size_t>(m * rows[j]), NAN);
+        want[j].assign(static_cast<size_t>(m * rows[j]), NAN);
+        ys[j] = got[j].data();
+        ws[j] = MatrixView{ps[j].w.data(), t, rows[j], 172};
+      }
+      std::vector<ActBlock> scratch(ps[0].xq.size());
+      matmul_shared(pool, ys, ws, 3, ps[0].x.data(), scratch.data(), m);
+      for (int j = 0; j < 3; ++j) {
+        matmul(pool, want[j].data(), ws[j], ps[0].x.data(), scratch.data(), m);
+        for (size_t i = 0; i < want[j].size(); ++i) {
+          ASSERT_EQ(got[j][i], want[j][i]) << dtype_name(t) << " m " << m << " matrix " << j << " " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(ActQuant, EveryTableBitIdenticalToRef) {
   std::mt19937 rng(3);
   for (int64_t n : {1, 31, 32, 33, 172, 1024, 2816}) {
