@@ -1,5 +1,6 @@
-// Token shards (format validation), the batch loader (split, shuffle, packing, state, data-parallel slices),
-// SFT masks through the chat template, the learning-rate schedule and checkpoint metadata.
+// Token shards (format validation), the batch loader (split, shuffle, packing, segments and positions of
+// packed examples, state, data-parallel slices), SFT masks through the chat template, the learning-rate
+// schedule and checkpoint metadata.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -90,6 +91,55 @@ TEST(BatchLoader, SplitIsDisjointAndShuffleIsSeeded) {
   EXPECT_EQ(ba.inputs, bb.inputs);
   EXPECT_NE(ba.inputs, bc.inputs);
   for (int64_t i = 0; i + 1 < ba.cols; ++i) EXPECT_EQ(ba.targets[i], ba.inputs[i + 1]);  // shifted by one
+  EXPECT_FALSE(ba.has_segments());  // pretraining rows are one causal sequence each
+  EXPECT_TRUE(ba.positions.empty());
+}
+
+// A hand-built packed row: each example and each stretch of padding is its own segment, numbered from 0
+// left to right, and positions restart at 0 at every segment start.
+TEST(BatchLoader, PackedExamplesGetSegmentsAndRestartedPositions) {
+  TempDir tmp;
+  TokenShardWriter w(100, true);
+  ASSERT_TRUE(w.add_document(std::vector<int32_t>{10, 11, 12, 13, 14}, std::vector<uint8_t>{0, 0, 1, 1, 1}).is_ok());
+  ASSERT_TRUE(w.add_document(std::vector<int32_t>{20, 21, 22, 23}).is_ok());  // no mask: every target learned
+  ASSERT_TRUE(w.add_document(std::vector<int32_t>{30, 31, 32}, std::vector<uint8_t>{0, 1, 1}).is_ok());
+  ASSERT_TRUE(w.add_document(std::vector<int32_t>{40, 41, 42, 43, 44, 45, 46}).is_ok());  // does not fit row 0
+  ASSERT_TRUE(w.add_document(std::vector<int32_t>{50}).is_ok());  // no target: skipped
+  ASSERT_TRUE(w.write(tmp.file("p.shard")).is_ok());
+  LoaderOptions o;
+  o.seq_len = 12;
+  o.packing = Packing::kExamples;
+  o.heldout_fraction = 0;
+  o.shuffle = false;
+  auto l = BatchLoader::create({tmp.file("p.shard")}, o);
+  ASSERT_TRUE(l.has_value()) << l.status().to_string();
+  ASSERT_EQ((*l)->rows_per_epoch(), 2u);
+  const Batch b = (*l)->next(2);
+  ASSERT_TRUE(b.has_segments());
+  ASSERT_EQ(b.segments.size(), 24u);
+  ASSERT_EQ(b.positions.size(), 24u);
+  // Row 0: example 0 (4 inputs), a padding column, example 1 (3), padding, example 2 (2), padding.
+  // Row 1: example 3 (6 inputs), then 6 columns of padding.
+  const std::vector<int32_t> in = {10, 11, 12, 13, 0, 20, 21, 22, 0, 30, 31, 0,
+                                   40, 41, 42, 43, 44, 45, 0, 0, 0, 0, 0, 0};
+  const std::vector<int32_t> tgt = {11, 12, 13, 14, 0, 21, 22, 23, 0, 31, 32, 0,
+                                    41, 42, 43, 44, 45, 46, 0, 0, 0, 0, 0, 0};
+  const std::vector<uint8_t> mask = {0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0,
+                                     1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  const std::vector<int32_t> seg = {0, 0, 0, 0, 1, 2, 2, 2, 3, 4, 4, 5,
+                                    0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
+  const std::vector<int32_t> pos = {0, 1, 2, 3, 0, 0, 1, 2, 0, 0, 1, 0,
+                                    0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(b.inputs, in);
+  EXPECT_EQ(b.targets, tgt);
+  EXPECT_EQ(b.mask, mask);
+  EXPECT_EQ(b.segments, seg);
+  EXPECT_EQ(b.positions, pos);
+  // A data-parallel slice carries its own rows' segments and positions.
+  (*l)->set_state({});
+  const Batch second = (*l)->next(2, 1, 1);
+  EXPECT_EQ(second.segments, std::vector<int32_t>(seg.begin() + 12, seg.end()));
+  EXPECT_EQ(second.positions, std::vector<int32_t>(pos.begin() + 12, pos.end()));
 }
 
 TEST(BatchLoader, StateResumesAndSlicesMatchTheGlobalBatch) {
@@ -160,6 +210,27 @@ TEST(ChatData, MasksAssistantTurnsOnlyAndPacksExamples) {
   const Batch b = (*l)->next(2);
   EXPECT_GT(b.n_loss_tokens(), 0);
   EXPECT_LT(b.n_loss_tokens(), b.rows * b.cols / 2);  // prompts and padding are not learned
+  // Segments count up by one exactly where positions restart; each row holds several examples (a segment
+  // starting with BOS) and no learned target lies in a padding segment (one starting with token 0).
+  ASSERT_TRUE(b.has_segments());
+  for (int64_t r = 0; r < b.rows; ++r) {
+    int n_examples = 0;
+    int32_t first = -1;
+    for (int64_t j = 0; j < b.cols; ++j) {
+      const size_t i = static_cast<size_t>(r * b.cols + j);
+      const bool starts = j == 0 || b.segments[i] != b.segments[i - 1];
+      EXPECT_EQ(b.segments[i], j == 0 ? 0 : b.segments[i - 1] + (starts ? 1 : 0)) << "row " << r << " col " << j;
+      EXPECT_EQ(b.positions[i], starts ? 0 : b.positions[i - 1] + 1) << "row " << r << " col " << j;
+      if (starts) {
+        first = b.inputs[i];
+        n_examples += first == tok->bos_id();
+      }
+      if (first != tok->bos_id()) {
+        EXPECT_EQ(b.mask[i], 0) << "row " << r << " col " << j;
+      }
+    }
+    EXPECT_GE(n_examples, 2) << "row " << r;
+  }
 }
 
 TEST(Schedule, WarmsUpThenDecaysToTheFloor) {

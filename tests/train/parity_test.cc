@@ -1,5 +1,7 @@
 // Parity: the libtorch model and the runtime give the same logits for the same weights (F32, max |diff|
 // <= 1e-4) for Llama (both RoPE styles, tied/untied, GQA), Qwen2-style q/k/v bias and Qwen3-style q/k norm.
+// And, for the same variants, the libtorch model's packed SFT rows (segments, restarted positions) give
+// every example the logits it has alone (max |diff| <= 2e-5).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,6 +128,72 @@ TEST_P(Parity, SameWeightsSameLogits) {
   EXPECT_GT(max_abs, 1.0) << "logits should be large enough for the comparison to mean something";
   std::printf("[parity] %s: max |logit diff| %.3g over %lld x %lld logits (max |logit| %.2f)\n", GetParam().name,
               max_diff, (long long)n, (long long)h.n_vocab, max_abs);
+}
+
+double max_abs_diff(const float* a, const float* b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+// A row laid out as the SFT loader lays it out, [A, pad, B, pad x 5], with one segment per example and per
+// stretch of padding and positions restarting at each: A's and B's logits in the row equal their logits
+// alone, B's computed from position 0. Tolerance 2e-5 on logits of magnitude up to ~8: the packed and the
+// lone pass do the same arithmetic on matrices of different shapes (48 rows vs 19 or 23), so only BLAS's
+// summation order differs, which moved logits by up to 1.2e-5 (~1.6e-6 of the largest) across the variants;
+// a leak across examples moves them by ~8.
+TEST_P(Parity, PackedExamplesMatchEachExampleAlone) {
+  const HParams h = GetParam().h;
+  const auto weights = parity_weights(h, 11);
+  std::mt19937 rng(5);
+  auto random_tokens = [&](size_t n) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % h.n_vocab);
+    return t;
+  };
+  const std::vector<int32_t> a = random_tokens(19), b = random_tokens(23);
+  std::vector<int32_t> row, pos, seg;
+  auto append = [&](const std::vector<int32_t>& toks, int32_t segment) {
+    for (size_t i = 0; i < toks.size(); ++i) {
+      row.push_back(toks[i]);
+      pos.push_back(static_cast<int32_t>(i));
+      seg.push_back(segment);
+    }
+  };
+  append(a, 0);
+  append({0}, 1);
+  append(b, 2);
+  append({0, 0, 0, 0, 0}, 3);
+  const size_t V = static_cast<size_t>(h.n_vocab), b_at = a.size() + 1;
+
+  auto packed = libtorch_logits_packed(h, weights, row, pos, seg);
+  ASSERT_TRUE(packed.has_value()) << packed.status().to_string();
+  auto alone_a = libtorch_logits(h, weights, a);
+  auto alone_b = libtorch_logits(h, weights, b);
+  ASSERT_TRUE(alone_a.has_value() && alone_b.has_value());
+  const double diff_a = max_abs_diff(packed->data(), alone_a->data(), a.size() * V);
+  const double diff_b = max_abs_diff(packed->data() + b_at * V, alone_b->data(), b.size() * V);
+  EXPECT_LE(diff_a, 2e-5) << GetParam().name;
+  EXPECT_LE(diff_b, 2e-5) << GetParam().name;
+  for (float x : *packed) ASSERT_TRUE(std::isfinite(x)) << "padding rows must not produce NaN or Inf";
+
+  // The check can fail: with the plain causal mask over the row (what SFT did before), B reads A and the
+  // padding, and its logits move by far more than the tolerance.
+  auto causal = libtorch_logits(h, weights, row);
+  ASSERT_TRUE(causal.has_value());
+  const double diff_causal = max_abs_diff(causal->data() + b_at * V, alone_b->data(), b.size() * V);
+  EXPECT_GT(diff_causal, 1.0);
+  double max_abs = 0;
+  for (float x : *packed) max_abs = std::max(max_abs, static_cast<double>(std::fabs(x)));
+  std::printf("[packed] %s: max |logit diff| packed vs alone: A %.3g, B %.3g (plain causal row: B %.3g), max |logit| %.2f\n",
+              GetParam().name, diff_a, diff_b, diff_causal, max_abs);
+
+  // Spans that do not match the tokens, and negative positions, are errors, not crashes.
+  EXPECT_FALSE(libtorch_logits_packed(h, weights, row, std::span<const int32_t>(pos).first(3), seg).has_value());
+  EXPECT_FALSE(libtorch_logits_packed(h, weights, row, pos, std::span<const int32_t>(seg).first(3)).has_value());
+  std::vector<int32_t> negative = pos;
+  negative[2] = -1;
+  EXPECT_FALSE(libtorch_logits_packed(h, weights, row, negative, seg).has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, Parity, ::testing::ValuesIn(variants()),

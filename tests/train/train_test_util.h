@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "data/chat_data.h"
 #include "data/synthetic.h"
 #include "data/token_shard.h"
 #include "run/checkpoint.h"
@@ -31,6 +32,24 @@ inline std::string write_story_data(const std::string& dir, int64_t n_docs, uint
     EXPECT_TRUE(w.add_document(ids).is_ok());
   }
   const std::string path = dir + "/stories.shard";
+  EXPECT_TRUE(w.write(path).is_ok());
+  return path;
+}
+
+// Writes tokenizer.bin and a shard of `n_chats` masked chat examples (the "opposites" task, chatml) into
+// `dir`; returns the shard path.
+inline std::string write_chat_data(const std::string& dir, int64_t n_chats, uint64_t seed = 1) {
+  auto tok = char_tokenizer();
+  EXPECT_TRUE(write_binary_file(dir + "/tokenizer.bin", tok->serialize()).is_ok());
+  TokenShardWriter w(static_cast<uint32_t>(tok->n_vocab()), true);
+  for (const auto& conv : synthetic_opposites(seed, n_chats)) {
+    auto t = tokenise_chat(*tok, "chatml", conv, true);
+    EXPECT_TRUE(t.has_value()) << t.status().to_string();
+    if (t.has_value()) {
+      EXPECT_TRUE(w.add_document(t->tokens, t->mask).is_ok());
+    }
+  }
+  const std::string path = dir + "/chats.shard";
   EXPECT_TRUE(w.write(path).is_ok());
   return path;
 }

@@ -115,7 +115,8 @@ void BatchLoader::plan_epoch(uint64_t epoch) {
   rows_per_epoch_ = rows_.size();
 }
 
-void BatchLoader::fill_row(uint64_t row, int32_t* in, int32_t* tgt, uint8_t* mask) const {
+void BatchLoader::fill_row(uint64_t row, int32_t* in, int32_t* tgt, uint8_t* mask, int32_t* pos,
+                           int32_t* seg) const {
   const auto T = static_cast<uint64_t>(opts_.seq_len);
   if (opts_.packing == Packing::kStream) {
     // Row tokens are stream[row*T .. row*T + T]; inputs are the first T, targets the last T.
@@ -139,7 +140,18 @@ void BatchLoader::fill_row(uint64_t row, int32_t* in, int32_t* tgt, uint8_t* mas
   std::fill(in, in + T, 0);
   std::fill(tgt, tgt + T, 0);
   std::fill(mask, mask + T, 0);
-  for (const Placement& p : rows_[row]) {
+  // Runs in column order: padding before an example (the column after each example is left empty), the
+  // example, and the padding after the last one; each run is a new segment with positions from 0.
+  int32_t n_runs = 0;
+  uint64_t col = 0;
+  auto run = [&](uint64_t begin, uint64_t end) {
+    for (uint64_t c = begin; c < end; ++c) {
+      seg[c] = n_runs;
+      pos[c] = static_cast<int32_t>(c - begin);
+    }
+    n_runs += 1;
+  };
+  for (const Placement& p : rows_[row]) {  // placements are in column order
     const DocRef& d = docs_[order_[p.doc]];
     const auto toks = shards_[d.shard].doc(d.index);
     const auto m = shards_[d.shard].doc_mask(d.index);
@@ -149,7 +161,11 @@ void BatchLoader::fill_row(uint64_t row, int32_t* in, int32_t* tgt, uint8_t* mas
       tgt[p.offset + k] = toks[k + 1];
       mask[p.offset + k] = m.empty() ? 1 : m[k + 1];
     }
+    if (p.offset > col) run(col, p.offset);
+    run(p.offset, p.offset + len - 1);
+    col = p.offset + len - 1;
   }
+  if (col < T) run(col, T);
 }
 
 Batch BatchLoader::next(int64_t n_rows, int64_t take_begin, int64_t take_n) {
@@ -160,6 +176,11 @@ Batch BatchLoader::next(int64_t n_rows, int64_t take_begin, int64_t take_n) {
   b.inputs.resize(n);
   b.targets.resize(n);
   b.mask.resize(n);
+  const bool examples = opts_.packing == Packing::kExamples;
+  if (examples) {
+    b.positions.resize(n);
+    b.segments.resize(n);
+  }
   for (int64_t r = 0; r < n_rows; ++r) {
     plan_epoch(state_.epoch);
     if (state_.next_row >= rows_per_epoch_) {  // rows per epoch can differ between epochs when packing examples
@@ -169,7 +190,8 @@ Batch BatchLoader::next(int64_t n_rows, int64_t take_begin, int64_t take_n) {
     }
     if (r >= take_begin && r < take_begin + take_n) {
       const size_t at = static_cast<size_t>((r - take_begin) * b.cols);
-      fill_row(state_.next_row, b.inputs.data() + at, b.targets.data() + at, b.mask.data() + at);
+      fill_row(state_.next_row, b.inputs.data() + at, b.targets.data() + at, b.mask.data() + at,
+               examples ? b.positions.data() + at : nullptr, examples ? b.segments.data() + at : nullptr);
     }
     state_.next_row += 1;
   }

@@ -15,18 +15,28 @@ namespace pocket::train {
 
 // Row-major [rows, cols] inputs and targets (targets[i][j] = the token after inputs[i][j]) and the loss mask
 // over targets (1 = counts in the loss; 0 = padding or a prompt token in SFT).
+//
+// Packing::kExamples rows also carry segments and positions, [rows, cols] each: a row is cut into runs, each
+// example and each stretch of padding one run; segments[i][j] numbers the runs of row i from 0, left to
+// right, and positions[i][j] is column j's offset within its run (0 at every example start). The model lets
+// a token attend only to earlier tokens of its own segment, so an example sees exactly what it would alone,
+// and padding never shares a segment with an example. kStream rows leave both empty: each row is one
+// causal sequence at positions 0..cols-1.
 struct Batch {
   int64_t rows = 0, cols = 0;
   std::vector<int32_t> inputs, targets;
   std::vector<uint8_t> mask;
+  std::vector<int32_t> positions, segments;  // kExamples only, else empty
   int64_t n_loss_tokens() const;
+  bool has_segments() const { return !segments.empty(); }
 };
 
 enum class Split { kTrain, kHeldOut };
 
 enum class Packing {
   kStream,    // pretraining: documents concatenated; row k = stream[k*T, k*T + T + 1)
-  kExamples,  // SFT: whole examples placed greedily into rows, padded; an example never spans two rows
+  kExamples,  // SFT: whole examples placed greedily into rows, padded; an example never spans two rows;
+              // rows carry segments and per-example positions (see Batch)
 };
 
 struct LoaderOptions {
@@ -74,7 +84,8 @@ class BatchLoader {
   };
   BatchLoader() = default;
   void plan_epoch(uint64_t epoch);
-  void fill_row(uint64_t row, int32_t* in, int32_t* tgt, uint8_t* mask) const;
+  // pos and seg: kExamples only (nullptr for kStream).
+  void fill_row(uint64_t row, int32_t* in, int32_t* tgt, uint8_t* mask, int32_t* pos, int32_t* seg) const;
 
   LoaderOptions opts_;
   std::vector<TokenShard> shards_;

@@ -6,6 +6,7 @@
 #include <torch/nn/functional/linear.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -26,8 +27,9 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double ep
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, RopeStyle style) {
   const int64_t B = x.size(0), T = x.size(1), H = x.size(2), hd = x.size(3);
-  const auto c = cos.view({1, T, 1, hd / 2});
-  const auto s = sin.view({1, T, 1, hd / 2});
+  const int64_t rows = cos.dim() == 3 ? cos.size(0) : 1;  // per-row positions, or one table for all rows
+  const auto c = cos.view({rows, T, 1, hd / 2});
+  const auto s = sin.view({rows, T, 1, hd / 2});
   if (style == RopeStyle::kInterleaved) {  // pairs (x[2i], x[2i+1])
     const auto xp = x.view({B, T, H, hd / 2, 2});
     const auto a = xp.select(-1, 0), b = xp.select(-1, 1);
@@ -56,7 +58,8 @@ BlockImpl::BlockImpl(const HParams& h) : h_(h) {
   ffn_down = register_module("ffn_down", ParamSet(std::vector<int64_t>{d, h.n_ff}, 0));  // [n_embd, n_ff]
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                 const torch::Tensor& blocked) {
   const int64_t B = x.size(0), T = x.size(1), hd = h_.head_dim, H = h_.n_heads, KV = h_.n_kv_heads;
   const double eps = h_.norm_eps;
   auto xb = rms_norm(x, attn_norm->weight, eps);                                // [B, T, d]
@@ -75,8 +78,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& co
     v = v.repeat_interleave(H / KV, 1);
   }
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));  // [B, H, T, T]
-  const auto causal = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool)).triu(1);
-  scores = scores.masked_fill(causal, -std::numeric_limits<float>::infinity());
+  // Every query can read itself (j = i is never blocked), so no row of the softmax is all -inf.
+  scores = scores.masked_fill(blocked, -std::numeric_limits<float>::infinity());
   auto att = torch::matmul(torch::softmax(scores, -1), v);                 // [B, H, T, hd]
   att = att.transpose(1, 2).reshape({B, T, H * hd});
   auto h = x + F::linear(att, attn_output->weight);
@@ -93,14 +96,14 @@ LlamaImpl::LlamaImpl(const HParams& h) : h_(h) {
   if (!h.tied_embeddings) output = register_module("output", ParamSet(std::vector<int64_t>{h.n_vocab, h.n_embd}, 0));
 }
 
-void LlamaImpl::rope_tables(int64_t T, torch::Tensor* cos, torch::Tensor* sin) {
-  if (!cos_.defined() || cos_.size(0) != T) {
+void LlamaImpl::rope_tables(int64_t n, torch::Tensor* cos, torch::Tensor* sin) {
+  if (!cos_.defined() || cos_.size(0) != n) {
     // freq_i = theta^(-2i / head_dim), angle = pos * freq, in float as the runtime computes them.
     const int64_t hd = h_.head_dim;
     auto idx = torch::arange(0, hd, 2, torch::kFloat64) / static_cast<double>(hd);
     auto freq = torch::pow(static_cast<double>(h_.rope_theta), idx).reciprocal().to(torch::kFloat32);
-    auto pos = torch::arange(0, T, torch::kFloat32);
-    auto ang = torch::outer(pos, freq);  // [T, hd/2]
+    auto pos = torch::arange(0, n, torch::kFloat32);
+    auto ang = torch::outer(pos, freq);  // [n, hd/2]
     cos_ = ang.cos();
     sin_ = ang.sin();
   }
@@ -108,12 +111,30 @@ void LlamaImpl::rope_tables(int64_t T, torch::Tensor* cos, torch::Tensor* sin) {
   *sin = sin_;
 }
 
-torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens) {
-  const int64_t T = tokens.size(1);
+torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                 const torch::Tensor& segments) {
+  const int64_t B = tokens.size(0), T = tokens.size(1);
   torch::Tensor cos, sin;
-  rope_tables(T, &cos, &sin);
+  if (!positions.defined() || positions.numel() == 0) {
+    rope_tables(T, &cos, &sin);  // [T, hd/2], shared by every row
+  } else {
+    TORCH_CHECK(positions.sizes() == tokens.sizes(), "[train] positions must have the tokens' shape [B, T]");
+    const int64_t max_pos = positions.max().item<int64_t>();
+    TORCH_CHECK(positions.min().item<int64_t>() >= 0, "[train] a position is negative");
+    rope_tables(std::max(T, max_pos + 1), &cos, &sin);
+    const auto idx = positions.reshape({-1});
+    cos = cos.index_select(0, idx).view({B, T, -1});  // [B, T, hd/2]: row b, column t at positions[b][t]
+    sin = sin.index_select(0, idx).view({B, T, -1});
+  }
+  // true = query i may not read key j: the causal mask [T, T], and with segments also across segments,
+  // [B, 1, T, T] (broadcast over heads). Pretraining keeps the plain causal mask.
+  auto blocked = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(tokens.device())).triu(1);
+  if (segments.defined()) {
+    TORCH_CHECK(segments.sizes() == tokens.sizes(), "[train] segments must have the tokens' shape [B, T]");
+    blocked = (blocked | (segments.unsqueeze(2) != segments.unsqueeze(1))).unsqueeze(1);
+  }
   auto x = F::embedding(tokens, token_embd->weight);  // [B, T, d]
-  for (const auto& m : *blk) x = m->as<BlockImpl>()->forward(x, cos, sin);
+  for (const auto& m : *blk) x = m->as<BlockImpl>()->forward(x, cos, sin, blocked);
   x = rms_norm(x, output_norm->weight, h_.norm_eps);
   return F::linear(x, h_.tied_embeddings ? token_embd->weight : output->weight);  // [B, T, n_vocab]
 }
@@ -182,16 +203,41 @@ Expected<std::vector<NamedTensor>> init_model_weights(const HParams& h, uint64_t
   }
 }
 
+namespace {
+
+torch::Tensor one_row(std::span<const int32_t> v) {  // [1, n] int64
+  std::vector<int64_t> ids(v.begin(), v.end());
+  return torch::tensor(ids, torch::kInt64).view({1, static_cast<int64_t>(ids.size())});
+}
+
+}  // namespace
+
 Expected<std::vector<float>> libtorch_logits(const HParams& h, const std::vector<NamedTensor>& weights,
                                              std::span<const int32_t> tokens) {
+  return libtorch_logits_packed(h, weights, tokens, {}, {});
+}
+
+Expected<std::vector<float>> libtorch_logits_packed(const HParams& h, const std::vector<NamedTensor>& weights,
+                                                    std::span<const int32_t> tokens,
+                                                    std::span<const int32_t> positions,
+                                                    std::span<const int32_t> segments) {
   try {
     POCKET_RETURN_IF_ERROR(h.validate());
+    if ((!positions.empty() && positions.size() != tokens.size()) ||
+        (!segments.empty() && segments.size() != tokens.size())) {
+      return invalid_argument("[train] libtorch_logits_packed: " + std::to_string(tokens.size()) + " tokens, " +
+                              std::to_string(positions.size()) + " positions and " +
+                              std::to_string(segments.size()) + " segments (expected one each per token, or none)");
+    }
+    for (int32_t p : positions) {
+      if (p < 0) return invalid_argument("[train] libtorch_logits_packed: negative position " + std::to_string(p));
+    }
     Llama m(h);
     POCKET_RETURN_IF_ERROR(m->load_named(weights));
     torch::NoGradGuard no_grad;
-    std::vector<int64_t> ids(tokens.begin(), tokens.end());
-    auto in = torch::tensor(ids, torch::kInt64).view({1, static_cast<int64_t>(ids.size())});
-    auto logits = m->forward(in).contiguous();
+    const torch::Tensor pos = positions.empty() ? torch::Tensor() : one_row(positions);
+    const torch::Tensor seg = segments.empty() ? torch::Tensor() : one_row(segments);
+    auto logits = m->forward(one_row(tokens), pos, seg).contiguous();
     return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
   } catch (const std::exception& e) {
     return Status(ErrorCode::kInternal, std::string("[train] libtorch: ") + e.what());

@@ -28,8 +28,11 @@ TORCH_MODULE(ParamSet);
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const HParams& h);
-  // x: [B, T, n_embd]; cos, sin: [T, head_dim / 2]. Returns the block's output, same shape.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // x: [B, T, n_embd]; cos, sin: [T, head_dim / 2], or [B, T, head_dim / 2] when each row has its own
+  // positions; blocked: bool, true where query i may not read key j, [T, T] or [B, 1, T, T] (see
+  // LlamaImpl::forward). Returns the block's output, same shape as x.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& blocked);
 
   ParamSet attn_norm{nullptr}, attn_q{nullptr}, attn_k{nullptr}, attn_v{nullptr}, attn_output{nullptr};
   ParamSet attn_q_norm{nullptr}, attn_k_norm{nullptr};
@@ -43,8 +46,12 @@ TORCH_MODULE(Block);
 class LlamaImpl : public torch::nn::Module {
  public:
   explicit LlamaImpl(const HParams& h);
-  // tokens: [B, T] int64 -> logits [B, T, n_vocab] f32.
-  torch::Tensor forward(const torch::Tensor& tokens);
+  // tokens: [B, T] int64 -> logits [B, T, n_vocab] f32. Without `segments` every row is one causal sequence
+  // (pretraining). With segments ([B, T] int64) a row holds several sequences packed side by side: token i
+  // reads token j iff j <= i and segments[j] == segments[i] (causal and block-diagonal). positions
+  // ([B, T] int64, >= 0; undefined = 0..T-1) are the RoPE positions, which SFT restarts at 0 per example.
+  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& positions = {},
+                        const torch::Tensor& segments = {});
   // Normal(0, 0.02) matrices (residual outputs scaled by 1/sqrt(2 n_layers)), unit norms, zero biases.
   void reset_parameters(uint64_t seed);
   std::vector<NamedTensor> to_named();
@@ -52,8 +59,8 @@ class LlamaImpl : public torch::nn::Module {
   const HParams& hparams() const { return h_; }
 
  private:
-  // [T, head_dim/2] rotation tables for positions 0..T-1, cached for the last T.
-  void rope_tables(int64_t T, torch::Tensor* cos, torch::Tensor* sin);
+  // [n, head_dim/2] rotation tables for positions 0..n-1, cached for the last n.
+  void rope_tables(int64_t n, torch::Tensor* cos, torch::Tensor* sin);
 
   HParams h_;
   ParamSet token_embd{nullptr}, output_norm{nullptr}, output{nullptr};
@@ -64,7 +71,8 @@ TORCH_MODULE(Llama);
 
 // y = w * x / sqrt(mean(x^2) + eps) over the last dimension.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps);
-// x: [B, T, heads, head_dim]; rotates pairs per `style`.
+// x: [B, T, heads, head_dim]; cos, sin: [T, head_dim/2] (shared by the rows) or [B, T, head_dim/2];
+// rotates pairs per `style`.
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, RopeStyle style);
 
 }  // namespace pocket::train

@@ -18,4 +18,12 @@ Expected<std::vector<NamedTensor>> init_model_weights(const HParams& h, uint64_t
 Expected<std::vector<float>> libtorch_logits(const HParams& h, const std::vector<NamedTensor>& weights,
                                              std::span<const int32_t> tokens);
 
+// Logits of one packed row as SFT trains it: token t has RoPE position positions[t] and reads token j iff
+// j <= t and segments[j] == segments[t]. Empty positions: 0..n-1; empty segments: one causal sequence.
+// [n_tokens, n_vocab]; an error when a non-empty span's length differs from the tokens' or a position < 0.
+Expected<std::vector<float>> libtorch_logits_packed(const HParams& h, const std::vector<NamedTensor>& weights,
+                                                    std::span<const int32_t> tokens,
+                                                    std::span<const int32_t> positions,
+                                                    std::span<const int32_t> segments);
+
 }  // namespace pocket::train

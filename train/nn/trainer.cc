@@ -33,9 +33,16 @@ torch::Tensor to_long(const std::vector<int32_t>& v, int64_t rows, int64_t cols)
   return torch::from_blob(const_cast<int32_t*>(v.data()), {rows, cols}, torch::kInt32).to(torch::kInt64);
 }
 
-// Per-target cross-entropy times the mask, summed: [] f32 (the caller divides by the token count).
+// Per-target cross-entropy times the mask, summed: [] f32 (the caller divides by the token count). SFT rows
+// carry segments and positions, so each packed example attends only to itself, from position 0; pretraining
+// rows have neither and take the model's plain causal path.
 torch::Tensor masked_loss_sum(Llama& model, const Batch& b) {
-  auto logits = model->forward(to_long(b.inputs, b.rows, b.cols));
+  torch::Tensor positions, segments;
+  if (b.has_segments()) {
+    positions = to_long(b.positions, b.rows, b.cols);
+    segments = to_long(b.segments, b.rows, b.cols);
+  }
+  auto logits = model->forward(to_long(b.inputs, b.rows, b.cols), positions, segments);
   auto ce = torch::nn::functional::cross_entropy(
       logits.view({-1, logits.size(-1)}), to_long(b.targets, b.rows, b.cols).view({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
