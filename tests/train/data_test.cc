@@ -261,6 +261,28 @@ TEST(TrainConfig, JsonRoundTrip) {
   EXPECT_EQ(d->grad_accum, 3);
   EXPECT_DOUBLE_EQ(d->lr, 0.002);
   EXPECT_EQ(d->model.n_embd, c.model.n_embd);
+  EXPECT_EQ(d->device, "cpu");
+}
+
+TEST(TrainConfig, DeviceNamesAreCheckedUpFront) {
+  TrainConfig c;
+  c.model = *architecture_preset("tiny");
+  c.data = {"a.shard"};
+  c.out_dir = "run";
+  c.seq_len = 16;
+  for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:12"}) {
+    c.device = ok;
+    EXPECT_TRUE(c.validate().is_ok()) << ok;
+    auto d = TrainConfig::from_json(c.to_json());
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->device, ok);
+  }
+  for (const char* bad : {"gpu", "CUDA", "cuda:", "cuda:x", "cuda:-1", "cuda:1234", "mps", ""}) {
+    c.device = bad;
+    const Status st = c.validate();
+    EXPECT_FALSE(st.is_ok()) << bad;
+    EXPECT_NE(st.to_string().find("device"), std::string::npos) << st.to_string();
+  }
 }
 
 }  // namespace

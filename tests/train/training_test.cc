@@ -102,6 +102,22 @@ void expect_resume_matches(const TrainConfig& whole_cfg, const TrainConfig& part
   EXPECT_LE(max_weight_diff(a->weights, b->weights), 1e-6);
 }
 
+// Debian's libtorch is a CPU build: asking for a GPU fails up front with a clear error and writes no
+// checkpoint. (On a CUDA build with a GPU, the same run trains there; that path is not exercised here.)
+TEST(Training, CudaDeviceWithoutCudaIsAClearError) {
+  if (torch_cuda_available()) GTEST_SKIP() << "a CUDA device is usable here";
+  TempDir tmp;
+  const std::string dir = tmp.file("");
+  const std::string shard = testing::write_story_data(dir, 20);
+  TrainConfig c = small_config(dir, shard, tmp.file("run"));
+  c.device = "cuda";
+  auto r = run_training(c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().to_string().find("CUDA"), std::string::npos) << r.status().to_string();
+  EXPECT_FALSE(has_checkpoint(tmp.file("run")));
+}
+
 TEST(Training, ResumedRunFollowsTheSameLossTrajectory) {
   TempDir tmp;
   const std::string dir = tmp.file("");

@@ -64,7 +64,7 @@ void DistGroup::all_reduce_sum(std::vector<at::Tensor>& ts) {
   if (world_ == 1 || ts.empty()) return;
   std::vector<at::Tensor> flat_views;
   for (auto& t : ts) flat_views.push_back(t.reshape({-1}));
-  auto flat = torch::cat(flat_views);
+  auto flat = torch::cat(flat_views).to(torch::kCPU);  // gloo reduces host memory (the grads may be on a GPU)
   all_reduce_sum(flat);
   int64_t at = 0;
   for (auto& t : ts) {

@@ -97,15 +97,15 @@ LlamaImpl::LlamaImpl(const HParams& h) : h_(h) {
 }
 
 void LlamaImpl::rope_tables(int64_t n, torch::Tensor* cos, torch::Tensor* sin) {
-  if (!cos_.defined() || cos_.size(0) != n) {
+  if (!cos_.defined() || cos_.size(0) != n || cos_.device() != device()) {
     // freq_i = theta^(-2i / head_dim), angle = pos * freq, in float as the runtime computes them.
     const int64_t hd = h_.head_dim;
     auto idx = torch::arange(0, hd, 2, torch::kFloat64) / static_cast<double>(hd);
     auto freq = torch::pow(static_cast<double>(h_.rope_theta), idx).reciprocal().to(torch::kFloat32);
     auto pos = torch::arange(0, n, torch::kFloat32);
     auto ang = torch::outer(pos, freq);  // [n, hd/2]
-    cos_ = ang.cos();
-    sin_ = ang.sin();
+    cos_ = ang.cos().to(device());  // computed on the CPU: the same float angles on every device
+    sin_ = ang.sin().to(device());
   }
   *cos = cos_;
   *sin = sin_;
@@ -160,7 +160,7 @@ void LlamaImpl::reset_parameters(uint64_t seed) {
 std::vector<NamedTensor> LlamaImpl::to_named() {
   std::vector<NamedTensor> out;
   for (const auto& p : named_parameters()) {
-    auto t = p.value().detach().to(torch::kFloat32).contiguous();
+    auto t = p.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
     NamedTensor nt;
     nt.name = p.key();
     nt.shape = t.sizes().vec();

@@ -57,6 +57,8 @@ class LlamaImpl : public torch::nn::Module {
   std::vector<NamedTensor> to_named();
   Status load_named(const std::vector<NamedTensor>& weights);
   const HParams& hparams() const { return h_; }
+  // Where the parameters live (torch::kCPU unless the module was moved with ->to(device)).
+  torch::Device device() const { return token_embd->weight.device(); }
 
  private:
   // [n, head_dim/2] rotation tables for positions 0..n-1, cached for the last n.

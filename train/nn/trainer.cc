@@ -37,16 +37,18 @@ torch::Tensor to_long(const std::vector<int32_t>& v, int64_t rows, int64_t cols)
 // carry segments and positions, so each packed example attends only to itself, from position 0; pretraining
 // rows have neither and take the model's plain causal path.
 torch::Tensor masked_loss_sum(Llama& model, const Batch& b) {
+  const torch::Device dev = model->device();  // the batch goes where the model is
   torch::Tensor positions, segments;
   if (b.has_segments()) {
-    positions = to_long(b.positions, b.rows, b.cols);
-    segments = to_long(b.segments, b.rows, b.cols);
+    positions = to_long(b.positions, b.rows, b.cols).to(dev);
+    segments = to_long(b.segments, b.rows, b.cols).to(dev);
   }
-  auto logits = model->forward(to_long(b.inputs, b.rows, b.cols), positions, segments);
+  auto logits = model->forward(to_long(b.inputs, b.rows, b.cols).to(dev), positions, segments);
   auto ce = torch::nn::functional::cross_entropy(
-      logits.view({-1, logits.size(-1)}), to_long(b.targets, b.rows, b.cols).view({-1}),
+      logits.view({-1, logits.size(-1)}), to_long(b.targets, b.rows, b.cols).to(dev).view({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  auto mask = torch::from_blob(const_cast<uint8_t*>(b.mask.data()), {b.rows * b.cols}, torch::kUInt8).to(torch::kFloat32);
+  auto mask = torch::from_blob(const_cast<uint8_t*>(b.mask.data()), {b.rows * b.cols}, torch::kUInt8)
+                  .to(dev, torch::kFloat32);
   return (ce * mask).sum();
 }
 
@@ -92,7 +94,7 @@ std::string greedy_answer(Llama& model, const Tokenizer& tok, const std::vector<
   std::vector<int32_t> out;
   const int64_t n_ctx = model->hparams().n_ctx_train;
   for (int64_t i = 0; i < max_new && static_cast<int64_t>(ids.size()) < n_ctx; ++i) {
-    auto logits = model->forward(to_long(ids, 1, static_cast<int64_t>(ids.size())));
+    auto logits = model->forward(to_long(ids, 1, static_cast<int64_t>(ids.size())).to(model->device()));
     const auto next = static_cast<int32_t>(logits[0][-1].argmax().item<int64_t>());
     if (std::find(stops.begin(), stops.end(), next) != stops.end()) break;
     ids.push_back(next);
@@ -160,6 +162,32 @@ Status save_checkpoint(const std::string& run_dir, Llama& model, torch::optim::A
   return Status::ok();
 }
 
+}  // namespace
+
+bool torch_cuda_available() { return torch::cuda::is_available(); }
+
+namespace {
+
+// The device named by TrainConfig::device (validated there), or why it cannot be used here.
+Status training_device(const std::string& name, torch::Device* out) {
+  if (name == "cpu") {
+    *out = torch::Device(torch::kCPU);
+    return Status::ok();
+  }
+  if (!torch::cuda::is_available()) {
+    return Status(ErrorCode::kUnsupported,
+                  "[train] device '" + name + "': no usable CUDA device (this libtorch is built without CUDA, as "
+                  "Debian's libtorch-dev is, or no GPU is visible); see docs/training.md, 'On a machine with a GPU'");
+  }
+  const torch::Device d(name);
+  if (d.has_index() && d.index() >= static_cast<int64_t>(torch::cuda::device_count())) {
+    return invalid_argument("[train] device '" + name + "': only " + std::to_string(torch::cuda::device_count()) +
+                            " CUDA device(s) visible");
+  }
+  *out = d;
+  return Status::ok();
+}
+
 std::unique_ptr<torch::optim::AdamW> make_optimizer(Llama& model, const TrainConfig& c) {
   std::vector<torch::Tensor> decay, no_decay;
   for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
@@ -216,17 +244,20 @@ Expected<TrainSummary> train_impl(const TrainConfig& cfg_in, const DistOptions& 
     if (h) heldout = std::move(*h);
   }
 
+  torch::Device device(torch::kCPU);
+  POCKET_RETURN_IF_ERROR(training_device(cfg.device, &device));
   torch::manual_seed(cfg.seed);
   Llama model(cfg.model);
-  model->reset_parameters(cfg.seed);
+  model->reset_parameters(cfg.seed);  // on the CPU, so a seed gives the same initial weights on every device
   if (!resume && !cfg.init_from.empty()) {
     POCKET_ASSIGN_OR_RETURN(LoadedCheckpoint base, load_checkpoint(cfg.init_from));
     POCKET_RETURN_IF_ERROR(model->load_named(base.weights));
   }
+  model->to(device);  // before the optimiser is built, so its state is created beside the parameters
   auto opt = make_optimizer(model, cfg);
-  if (resume) {
-    torch::load(model, resume_dir + "/model.pt");
-    torch::load(*opt, resume_dir + "/optim.pt");
+  if (resume) {  // a checkpoint loads onto this run's device, whatever device wrote it
+    torch::load(model, resume_dir + "/model.pt", device);
+    torch::load(*opt, resume_dir + "/optim.pt", device);
     torch::Tensor rng_state;
     torch::load(rng_state, resume_dir + "/rng.pt");
     auto gen = at::detail::getDefaultCPUGenerator();
@@ -380,7 +411,7 @@ Expected<LoadedCheckpoint> load_checkpoint(const std::string& path) {
     POCKET_ASSIGN_OR_RETURN(c.meta, read_checkpoint_meta(c.dir));
     POCKET_ASSIGN_OR_RETURN(c.tokenizer, read_binary_file(c.dir + "/tokenizer.bin"));
     Llama model(c.meta.hparams);
-    torch::load(model, c.dir + "/model.pt");
+    torch::load(model, c.dir + "/model.pt", torch::Device(torch::kCPU));  // whatever device wrote it
     c.weights = model->to_named();
     return c;
   } catch (const std::exception& e) {

@@ -27,6 +27,10 @@ struct TrainSummary {
 // calls this with the same cfg and its own rank; rank 0 writes logs and checkpoints.
 Expected<TrainSummary> run_training(const TrainConfig& cfg, const DistOptions& dist = {});
 
+// Whether this libtorch can train on a CUDA device here (a CUDA build and a visible GPU); TrainConfig::device
+// "cuda" needs it.
+bool torch_cuda_available();
+
 // The weights of a checkpoint (a run directory follows its `latest`), with its metadata.
 struct LoadedCheckpoint {
   std::string dir;

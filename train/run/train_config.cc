@@ -21,6 +21,13 @@ Status TrainConfig::validate() const {
   POCKET_RETURN_IF_ERROR(need(warmup_steps >= 0, "warmup_steps must be >= 0"));
   POCKET_RETURN_IF_ERROR(need(heldout_fraction >= 0 && heldout_fraction < 1, "heldout_fraction must be in [0, 1)"));
   POCKET_RETURN_IF_ERROR(need(log_interval >= 1 && ckpt_interval >= 1, "log_interval and ckpt_interval must be >= 1"));
+  {
+    bool ok = device == "cpu" || device == "cuda";
+    if (!ok && device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 7) {
+      ok = device.find_first_not_of("0123456789", 5) == std::string::npos;
+    }
+    POCKET_RETURN_IF_ERROR(need(ok, "device must be cpu, cuda or cuda:N, not '" + device + "'"));
+  }
   if (init_from.empty()) {
     POCKET_RETURN_IF_ERROR(model.validate());
     if (seq_len > model.n_ctx_train) {
@@ -58,6 +65,7 @@ std::string TrainConfig::to_json() const {
             {"log_interval", log_interval},
             {"ckpt_interval", ckpt_interval},
             {"threads", threads},
+            {"device", device},
             {"sft_eval_examples", sft_eval_examples},
             {"sft_eval_data", sft_eval_data}};
   return j.dump(1);
@@ -110,6 +118,7 @@ Expected<TrainConfig> TrainConfig::from_json(const std::string& text) {
   get("log_interval", &c.log_interval);
   get("ckpt_interval", &c.ckpt_interval);
   get("threads", &c.threads);
+  get("device", &c.device);
   get("sft_eval_examples", &c.sft_eval_examples);
   get("sft_eval_data", &c.sft_eval_data);
   return c;

@@ -42,6 +42,7 @@ struct TrainConfig {
   int64_t log_interval = 10;
   int64_t ckpt_interval = 500;    // and always at the end
   int32_t threads = 0;            // intra-op threads; 0 = torch's default
+  std::string device = "cpu";     // "cpu", "cuda" or "cuda:N" (a CUDA build of libtorch and a visible GPU)
   bool plot = true;               // loss-curve PNG through gnuplot when it is installed
   bool quiet = false;             // no progress lines on stderr
 

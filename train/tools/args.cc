@@ -85,7 +85,7 @@ std::vector<std::string> train_flag_names() {
           "n-layers", "n-heads", "n-kv-heads", "head-dim", "n-ff", "ctx", "rope", "rope-theta", "qkv-bias", "qk-norm",
           "untied", "seq-len", "batch", "accum", "steps", "stop-after", "lr", "min-lr", "warmup", "wd", "clip",
           "seed", "heldout", "eval-interval", "eval-rows", "eval-examples", "log-interval", "ckpt-interval",
-          "threads", "no-plot", "quiet", "rank", "world", "rendezvous", "nproc"};
+          "threads", "device", "no-plot", "quiet", "rank", "world", "rendezvous", "nproc"};
 }
 
 const char* train_flags_help() {
@@ -96,7 +96,7 @@ const char* train_flags_help() {
          "  optimiser --seq-len T --batch B (rows per process) --accum A --steps N --lr X --min-lr X --warmup N\n"
          "            --wd X --clip X --seed S\n"
          "  cadence   --heldout FRACTION --eval-interval N --eval-rows N --log-interval N --ckpt-interval N\n"
-         "            --threads N --no-plot --quiet --stop-after N\n"
+         "            --threads N --device cpu|cuda|cuda:N --no-plot --quiet --stop-after N\n"
          "  parallel  --nproc N (spawns N local processes) | --rank R --world W --rendezvous file:PATH|tcp:HOST:PORT\n"
          "  sft       --init PRETRAINED_RUN --template chatml --eval-data chats.jsonl --eval-examples N\n";
 }
@@ -170,6 +170,7 @@ Status apply_train_flags(const Args& a, TrainConfig* c, DistOptions* d, int64_t*
   POCKET_ASSIGN_OR_RETURN(c->ckpt_interval, a.i64("ckpt-interval", c->ckpt_interval));
   POCKET_ASSIGN_OR_RETURN(int64_t threads, a.i64("threads", c->threads));
   c->threads = static_cast<int32_t>(threads);
+  c->device = a.str("device", c->device);
   if (a.has("no-plot")) c->plot = false;
   if (a.has("quiet")) c->quiet = true;
 
