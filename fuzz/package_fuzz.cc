@@ -1,6 +1,7 @@
 // libFuzzer target for the .pocket reader: any bytes must give a Package or an error, never a crash, leak,
 // out-of-bounds read or undefined behaviour. Each input is tried as given and again with its checksums
-// recomputed, so that mutations reach the structural checks behind the checksums.
+// recomputed, so that mutations reach the structural checks behind the checksums (and the zstd decoder of
+// compressed sections: seed zstd-sections.seed).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -17,7 +18,13 @@ void touch(const pocket::Package& pkg) {
   for (char c : pkg.descriptor_json()) sum += static_cast<uint8_t>(c);
   for (char c : pkg.config_json()) sum += static_cast<uint8_t>(c);
   for (uint8_t b : pkg.tokenizer_bytes()) sum += b;
-  for (const auto& s : pkg.sections()) sum += s.size;
+  for (const auto& s : pkg.sections()) {
+    sum += s.size + s.decoded_size;
+    // The content of a section it reads, plain or decoded from zstd, is exactly the size the table reports.
+    if (s.kind >= 1 && s.kind <= 4 && pkg.section_bytes(static_cast<pocket::SectionKind>(s.kind)).size() != s.decoded_size) {
+      __builtin_trap();
+    }
+  }
   for (const auto& t : pkg.tensors()) {
     sum += t.n_elements() + t.rows() + t.cols();
     for (uint64_t i = 0; i < t.size; ++i) sum += t.data[i];

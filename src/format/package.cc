@@ -7,6 +7,7 @@
 #include "core/checked_math.h"
 #include "core/checksum.h"
 #include "format/byte_reader.h"
+#include "format/section_compression.h"
 
 namespace pocket {
 
@@ -160,6 +161,7 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
     (void)t.read(&e.offset);
     (void)t.read(&e.size);
     (void)t.read(&e.checksum);
+    e.decoded_size = (e.flags & kSectionZstd) != 0 ? 0 : e.size;  // set when decoded, below
   }
   if (file_size != bytes.size()) {
     if (bytes.size() > file_size) {
@@ -185,8 +187,17 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
   for (uint32_t i = 0; i < n_sections; ++i) {
     const SectionEntry& e = entries[i];
     const std::string label = "section " + std::to_string(i) + " (" + section_kind_name(e.kind) + ")";
-    if ((e.flags & ~(kSectionOptional | kSectionLazyChecksum)) != 0) {
+    if ((e.flags & ~(kSectionOptional | kSectionLazyChecksum | kSectionZstd)) != 0) {
       return unsupported("[format] " + label + " has unknown flags" + where(name));
+    }
+    if ((e.flags & kSectionZstd) != 0) {
+      // Tensor data is mapped and used in place; a compressed section is decoded, hence checked, at open.
+      if (e.kind == static_cast<uint32_t>(SectionKind::kTensorData)) {
+        return corrupt_file("[format] " + label + " is marked ZSTD, but tensor data is never compressed" + where(name));
+      }
+      if ((e.flags & kSectionLazyChecksum) != 0) {
+        return corrupt_file("[format] " + label + " is marked both ZSTD and LAZY_CHECKSUM" + where(name));
+      }
     }
     if (e.offset % kTensorAlignment != 0 || e.offset < table_end) {
       return corrupt_file("[format] " + label + " offset " + std::to_string(e.offset) +
@@ -230,6 +241,14 @@ Expected<Package> Package::parse(Package pkg, const OpenOptions& opts) {
       return corrupt_file(std::string("[format] checksum mismatch in the ") + section_kind_name(e.kind) +
                           " section: the file is corrupt" + where(name));
     }
+  }
+  // Compressed sections of the kinds this build reads, decoded once (an optional section it skips is not).
+  for (uint32_t i = 0; i < n_sections; ++i) {
+    SectionEntry& e = pkg.sections_[i];
+    if ((e.flags & kSectionZstd) == 0 || e.kind < 1 || e.kind > 4) continue;
+    const std::string label = "section " + std::to_string(i) + " (" + section_kind_name(e.kind) + ")";
+    POCKET_ASSIGN_OR_RETURN(pkg.decoded_[e.kind], decode_zstd_section(bytes.subspan(e.offset, e.size), label, name));
+    e.decoded_size = pkg.decoded_[e.kind].size();
   }
   for (SectionKind k : {SectionKind::kDescriptor, SectionKind::kInferenceConfig}) {
     const auto text = pkg.section_bytes(k);
@@ -356,6 +375,7 @@ std::span<const uint8_t> Package::section_bytes(SectionKind kind) const {
   const int i = section_index_[static_cast<uint32_t>(kind)];
   if (i < 0) return {};
   const auto& e = sections_[static_cast<size_t>(i)];
+  if ((e.flags & kSectionZstd) != 0) return decoded_[static_cast<uint32_t>(kind)].bytes();
   return bytes_.subspan(e.offset, e.size);
 }
 

@@ -21,11 +21,15 @@
 //                     other values are reserved for later versions (e.g. a drafter's link to its target)
 //   4  u32 flags      bit 0 OPTIONAL: a reader that does not know `kind` may skip the section;
 //                     bit 1 LAZY_CHECKSUM: the checksum is verified on demand (`pocket verify`), not at open
-//                     (set on tensor data so that opening stays a map, not a read of every page)
+//                     (set on tensor data so that opening stays a map, not a read of every page);
+//                     bit 2 ZSTD: the stored bytes are `u64 decoded_size` + one zstd frame of the content
+//                     (format/section_compression.h); never on tensor data, never with LAZY_CHECKSUM;
+//                     the reader decodes it once, at open, into memory the Package owns
 //   8  u64 offset     multiple of 64, >= 64 + 32 * n_sections
-//   16 u64 size       bytes; offset + size <= file_size; sections never overlap
-//   24 u64 checksum   XXH3-64 (seed 0) of the section's bytes
+//   16 u64 size       stored bytes; offset + size <= file_size; sections never overlap
+//   24 u64 checksum   XXH3-64 (seed 0) of the section's stored bytes (compressed ones: before decoding)
 //   Kinds 1-5 must each appear exactly once. An unknown kind without OPTIONAL is rejected as unsupported.
+//   Everything below describes a section's content: its stored bytes, or what they decode to under ZSTD.
 //
 // Section 1, descriptor: UTF-8 JSON object, the architecture ("graph") — see model/hparams.h for the keys.
 // Section 2, inference config: UTF-8 JSON object — context length, sampling defaults, stop tokens, chat
@@ -56,6 +60,7 @@
 #include "core/mapped_file.h"
 #include "core/status.h"
 #include "format/dtype.h"
+#include "format/section_compression.h"
 
 namespace pocket {
 
@@ -79,6 +84,7 @@ enum class SectionKind : uint32_t {
 };
 inline constexpr uint32_t kSectionOptional = 1u << 0;
 inline constexpr uint32_t kSectionLazyChecksum = 1u << 1;
+inline constexpr uint32_t kSectionZstd = 1u << 2;
 
 const char* section_kind_name(uint32_t kind);
 
@@ -89,8 +95,11 @@ struct SectionEntry {
   uint32_t kind = 0;
   uint32_t flags = 0;
   uint64_t offset = 0;
-  uint64_t size = 0;
-  uint64_t checksum = 0;
+  uint64_t size = 0;      // stored bytes
+  uint64_t checksum = 0;  // of the stored bytes
+  // Bytes of the content: `size` for a plain section, the decoded size for a ZSTD one; 0 for a ZSTD section
+  // of a kind this build skips (it is not decoded).
+  uint64_t decoded_size = 0;
 };
 
 struct TensorInfo {
@@ -132,6 +141,8 @@ class Package {
   std::string_view descriptor_json() const { return section_text(SectionKind::kDescriptor); }
   std::string_view config_json() const { return section_text(SectionKind::kInferenceConfig); }
   std::span<const uint8_t> tokenizer_bytes() const { return section_bytes(SectionKind::kTokenizer); }
+  // A section's content: decoded (and owned by the Package) when it is stored with ZSTD, otherwise the
+  // mapped bytes.
   std::span<const uint8_t> section_bytes(SectionKind kind) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
@@ -152,6 +163,7 @@ class Package {
   uint32_t version_ = 0;
   std::vector<SectionEntry> sections_;
   int section_index_[6] = {-1, -1, -1, -1, -1, -1};  // by SectionKind
+  DecodedSection decoded_[6];                        // by SectionKind: content of the ZSTD sections
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> by_name_;
 };

@@ -105,6 +105,24 @@ Status PackageWriter::write(const std::string& path) const {
       {4, 0, dir.data(), dir.size()},
       {5, kSectionLazyChecksum, nullptr, data_size},
   };
+  // Sections 1-4 compressed where that saves at least one 64-byte block (align_up(stored) < align_up(size)).
+  if (zstd_level_ < 0 || zstd_level_ > max_zstd_level()) {
+    return invalid_argument("[writer] zstd level " + std::to_string(zstd_level_) + " outside 1.." +
+                            std::to_string(max_zstd_level()) + " (0: no compression)");
+  }
+  std::vector<uint8_t> stored[4];  // compressed forms, alive until the sections are written
+  if (zstd_level_ != 0) {
+    for (size_t i = 0; i < 4; ++i) {
+      Sec& s = secs[i];
+      if (s.size == 0 || s.size > kMaxDecodedSectionBytes) continue;
+      POCKET_ASSIGN_OR_RETURN(stored[i], encode_zstd_section({s.data, s.size}, zstd_level_));
+      if (align_up(stored[i].size(), kTensorAlignment) < align_up(s.size, kTensorAlignment)) {
+        s.flags |= kSectionZstd;
+        s.data = stored[i].data();
+        s.size = stored[i].size();
+      }
+    }
+  }
   uint64_t pos = kHeaderSize + secs.size() * kSectionEntrySize;
   for (auto& s : secs) {
     pos = align_up(pos, kTensorAlignment);

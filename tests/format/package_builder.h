@@ -1,6 +1,7 @@
 // Hand-laid .pocket v1 images for tests and fuzzers: builds a valid package in memory byte by byte from the
-// spec in format/package.h (independently of PackageWriter), records where each field sits so a test can
-// patch it, and reseal() recomputes the checksums so the reader's structural checks, not its checksums, fire.
+// spec in format/package.h (independently of PackageWriter; only zstd frames come from the shared codec),
+// records where each field sits so a test can patch it, and reseal() recomputes the checksums so the
+// reader's structural checks, not its checksums, fire.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "core/checksum.h"
 #include "format/dtype.h"
 #include "format/package.h"
+#include "format/section_compression.h"
 
 namespace pocket::testing {
 
@@ -107,6 +109,9 @@ struct PackageBuilder {
   };
   std::vector<uint8_t> directory_suffix;   // bytes after the last directory entry
   std::vector<RawSection> extra_sections;  // laid out after the tensor data, in this order
+  // Kinds among 1..4 stored zstd-compressed (flag ZSTD, format/section_compression.h). When the directory is
+  // one of them, the image's n_tensors_pos and tensor_pos are left empty: its fields are not in the file.
+  std::vector<uint32_t> zstd_kinds;
 
   PackageImage build() const {
     PackageImage img;
@@ -154,6 +159,11 @@ struct PackageBuilder {
         {4, 0, dir},
         {5, kSectionLazyChecksum, data},
     };
+    for (auto& s : img.sections) {
+      if (std::find(zstd_kinds.begin(), zstd_kinds.end(), s.kind) == zstd_kinds.end()) continue;
+      s.bytes = encode_zstd_section(s.bytes, kDefaultZstdLevel).value();
+      s.flags |= kSectionZstd;
+    }
     img.sections.insert(img.sections.end(), extra_sections.begin(), extra_sections.end());
 
     const uint32_t n_sections = static_cast<uint32_t>(img.sections.size());
@@ -179,6 +189,10 @@ struct PackageBuilder {
       if (!s.bytes.empty()) std::memcpy(b.data() + img.offsets[i], s.bytes.data(), s.bytes.size());
     }
     const uint64_t dir_at = img.offsets[3];
+    if ((img.sections[3].flags & kSectionZstd) != 0) {
+      reseal(b);
+      return img;
+    }
     img.n_tensors_pos = dir_at;
     for (auto p : rel) {
       for (uint64_t* f : {&p.name_len, &p.name, &p.dtype, &p.layout, &p.n_dims, &p.dims, &p.offset, &p.size}) *f += dir_at;

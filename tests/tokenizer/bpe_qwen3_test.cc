@@ -1,12 +1,14 @@
 // Byte-level BPE with the Qwen3 tokenizer.json: the 320 Hugging Face golden cases, llama.cpp's qwen2
-// vectors, decode(encode(x)) == x, special tokens, the section round trip, and bounded time on 1 MB of one
-// character (roughly linear growth).
+// vectors, decode(encode(x)) == x, special tokens, the section round trip (plain and zstd-compressed), and
+// bounded time on 1 MB of one character (roughly linear growth).
 #include <gtest/gtest.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
+#include "format/section_compression.h"
 #include "test_util.h"
 #include "tokenizer/golden_vectors.h"
 #include "tokenizer/hf_loader.h"
@@ -147,6 +149,24 @@ TEST(BpeQwen3, SectionRoundTrip) {
     EXPECT_EQ(x, y);
   }
   EXPECT_EQ((*again)->eos_id(), 151645);
+}
+
+// The section as a package stores it: zstd-compressed (docs/format.md, "Compressed sections"), decoded back
+// byte for byte. Prints the sizes that docs/format.md quotes.
+TEST(BpeQwen3, SectionCompresses) {
+  POCKET_REQUIRE_SHARED_DATA(dir);
+  const Tokenizer* tok = qwen3(dir);
+  ASSERT_NE(tok, nullptr);
+  const std::vector<uint8_t> bytes = tok->serialize();
+  auto stored = encode_zstd_section(bytes, kDefaultZstdLevel);
+  ASSERT_TRUE(stored.has_value()) << stored.status().to_string();
+  auto back = decode_zstd_section(*stored, "section 2 (tokenizer)", "qwen3");
+  ASSERT_TRUE(back.has_value()) << back.status().to_string();
+  ASSERT_EQ(back->size(), bytes.size());
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), back->bytes().begin()));
+  std::printf("qwen3 tokenizer section: %zu bytes, %zu stored with zstd level %d (%.1f%%)\n", bytes.size(),
+              stored->size(), kDefaultZstdLevel, 100.0 * static_cast<double>(stored->size()) / static_cast<double>(bytes.size()));
+  EXPECT_LT(stored->size(), bytes.size() / 2);
 }
 
 // CPU time of this thread: unlike wall time it does not grow when other jobs share the machine.

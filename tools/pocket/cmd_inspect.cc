@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "commands.h"
 #include "format/package.h"
@@ -16,11 +17,18 @@ int inspect(const std::string& path, bool tensors) {
   if (!pkg) return report("inspect", pkg.status());
   std::printf("file        %s\nsize        %llu bytes (%s)\nversion     %u\n", path.c_str(),
               static_cast<unsigned long long>(pkg->file_size()), format_bytes(pkg->file_size()).c_str(), pkg->version());
+  // `size` is what the section takes in the file; a ZSTD section also shows what it decodes to at open.
   std::printf("\nsections\n");
   for (const auto& s : pkg->sections()) {
+    std::string note;
+    if (s.flags & kSectionZstd) {
+      note = s.decoded_size == 0 ? "  zstd (not decoded: unknown optional section)"
+                                 : "  zstd, decoded " + std::to_string(s.decoded_size) + " bytes";
+    }
+    if (s.flags & kSectionLazyChecksum) note += "  (checked by verify)";
     std::printf("  %-18s offset %12llu  size %12llu  xxh3 %016llx%s\n", section_kind_name(s.kind),
                 static_cast<unsigned long long>(s.offset), static_cast<unsigned long long>(s.size),
-                static_cast<unsigned long long>(s.checksum), (s.flags & kSectionLazyChecksum) ? "  (checked by verify)" : "");
+                static_cast<unsigned long long>(s.checksum), note.c_str());
   }
   std::printf("\ndescriptor\n%.*s\n", static_cast<int>(pkg->descriptor_json().size()), pkg->descriptor_json().data());
   std::printf("\ninference config\n%.*s\n", static_cast<int>(pkg->config_json().size()), pkg->config_json().data());
