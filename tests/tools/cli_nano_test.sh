@@ -17,5 +17,7 @@ grep -Eq '^\{"name":"[^"]+"(,"(brand|price|colour|size|material)":("[^"]*"|[0-9.
   { echo "FAILED: not a JSON object of the extraction schema: $answer"; fail=1; }
 grep -q "| package " <<<"$err" || { echo "FAILED: no budget line: $err"; fail=1; }
 grep -q "peak memory increase" <<<"$err" || { echo "FAILED: no peak memory in the budget line: $err"; fail=1; }
+# `pocket verify` on the shipped q4_g32r8 package: checksums and every scale finite (the r8 groups' 8 scales).
+v=$("$pocket" verify "$model" 2>&1) || { echo "FAILED: pocket verify: $v"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $answer"
 exit $fail

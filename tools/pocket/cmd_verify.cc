@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "format/package.h"
 #include "model/model.h"
+#include "quant/blocks.h"
 
 namespace pocket::cli {
 
@@ -33,12 +34,30 @@ uint64_t count_non_finite(const TensorInfo& t) {
       for (uint64_t i = 0; i < n; ++i) bad += (p[i] & 0x7f80u) == 0x7f80u;
       return bad;
     }
+    case DType::kQ4G32R8: {  // 8 rows' f16 scales, then their 128 nibble bytes, per 144-byte group
+      const uint64_t groups = t.size / sizeof(quant::BlockQ4G32R8);
+      for (uint64_t g = 0; g < groups; ++g) {
+        uint16_t d[8];
+        std::memcpy(d, t.data + g * sizeof(quant::BlockQ4G32R8), sizeof(d));
+        for (uint16_t h : d) bad += (h & 0x7c00u) == 0x7c00u;
+      }
+      return bad;
+    }
+    case DType::kQ4G32A: {  // f16 scale and f16 min
+      const uint64_t blocks = t.size / sizeof(quant::BlockQ4G32A);
+      for (uint64_t b = 0; b < blocks; ++b) {
+        uint16_t dm[2];
+        std::memcpy(dm, t.data + b * sizeof(quant::BlockQ4G32A), sizeof(dm));
+        bad += ((dm[0] & 0x7c00u) == 0x7c00u) + ((dm[1] & 0x7c00u) == 0x7c00u);
+      }
+      return bad;
+    }
     default: {
       auto info = dtype_info(static_cast<uint32_t>(t.dtype));
       const uint64_t blocks = t.size / info->block_bytes;
       for (uint64_t b = 0; b < blocks; ++b) {
         uint16_t d;
-        std::memcpy(&d, t.data + b * info->block_bytes, 2);  // every block type starts with an f16 scale
+        std::memcpy(&d, t.data + b * info->block_bytes, 2);  // Q8G32, Q4G32, Q4G64 start with their f16 scale
         bad += (d & 0x7c00u) == 0x7c00u;
       }
       return bad;
