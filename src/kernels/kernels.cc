@@ -78,25 +78,33 @@ void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int
   }, kRowGrain);
 }
 
+namespace {
+// Row-wise element jobs of fewer than about kInlineElements elements run on the calling thread: a pool
+// hand-off (and the gap it leaves in a decode step's weight stream) costs more than the work. Rows per grain
+// such that one grain holds at least that many elements; run() calls inline when there is one grain.
+constexpr int64_t kInlineElements = 4096;
+int64_t row_grain(int64_t elements_per_row) { return std::max<int64_t>(1, kInlineElements / std::max<int64_t>(1, elements_per_row)); }
+}  // namespace
+
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps) {
   const auto fn = active().rmsnorm;
   pool.run(m, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) fn(out + i * n, x + i * n, w, n, eps);
-  });
+  }, row_grain(n));
 }
 
 void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n) {
   const auto fn = active().softmax;
   pool.run(m, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) fn(x + i * n, n);
-  });
+  }, row_grain(n));
 }
 
 void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n) {
   const auto fn = active().swiglu;
   pool.run(m, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) fn(gate + i * n, up + i * n, n);
-  });
+  }, row_grain(n));
 }
 
 void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta,
@@ -106,7 +114,7 @@ void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_d
   const int64_t stride = n_heads * head_dim;
   pool.run(m, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) fn(x + i * stride, n_heads, head_dim, pos0 + i, theta, style);
-  });
+  }, row_grain(stride));
 }
 
 void attention(ThreadPool& pool, float* out, const float* q, const uint16_t* k, const uint16_t* v,

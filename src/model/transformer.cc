@@ -223,7 +223,7 @@ void Transformer::qkv_fast(int64_t layer, int64_t m) {
       kc[i] = f32_to_f16(k_[static_cast<size_t>(i)]);
       vc[i] = f32_to_f16(v_[static_cast<size_t>(i)]);
     }
-  }, 64);
+  }, 4096);  // a decode step's few hundred values are converted inline, not handed to the pool
 }
 
 void Transformer::attention(int64_t layer, int64_t m) {
