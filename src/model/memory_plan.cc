@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "format/package.h"
 #include "quant/blocks.h"
 
 namespace pocket {
@@ -51,6 +52,13 @@ std::string MemoryPlan::to_string() const {
                 "total             %10.2f MiB\n",
                 mib(weights), mib(kv_cache), mib(activations), mib(logits), mib(session_total()), mib(total()));
   return buf;
+}
+
+bool kv_cache_f16(const Package& pkg) {
+  for (const auto& t : pkg.tensors()) {
+    if (t.shape.size() == 2 && t.dtype != DType::kF32) return true;
+  }
+  return false;
 }
 
 }  // namespace pocket

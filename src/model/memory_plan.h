@@ -8,6 +8,8 @@
 
 namespace pocket {
 
+class Package;
+
 // Rows per forward pass when a session does not choose (n_batch = 0). 128 rows keep the GEMM kernels at
 // full speed (each weight block is reused from L2 by 128 activation rows) while the activation buffers stay
 // a quarter of what 512 rows need (pocket-0.3b: 5.4 MiB instead of 21.8 MiB of peak memory).
@@ -38,5 +40,10 @@ struct ScratchSizes {
 };
 ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s);
 MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes);
+
+// SessionShape::kv_f16 for a package: an all-f32 model runs the float32 reference end to end (f32 KV cache,
+// scalar operators); any matrix in another dtype selects the dispatched kernels with an f16 KV cache. Used by
+// sessions and by `pocket plan`, so both state the same bytes.
+bool kv_cache_f16(const Package& pkg);
 
 }  // namespace pocket

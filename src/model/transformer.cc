@@ -30,12 +30,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   if (s.n_logit_rows <= 0) s.n_logit_rows = 1;
   s.n_logit_rows = std::min(s.n_logit_rows, s.n_batch);
   s.n_threads = pool->n_threads();
-  // An all-f32 model runs the float32 reference end to end (f32 KV cache, scalar operators); anything else
-  // runs the dispatched kernels with an f16 KV cache.
-  s.kv_f16 = false;
-  for (const auto& t : model->package().tensors()) {
-    if (t.shape.size() == 2 && t.dtype != DType::kF32) s.kv_f16 = true;
-  }
+  s.kv_f16 = kv_cache_f16(model->package());
   const MemoryPlan plan = make_memory_plan(h, s, model->package().file_size());
   if (mem_budget_bytes > 0 && plan.total() > mem_budget_bytes) {
     return Status(ErrorCode::kOutOfMemory, "[session] the memory plan needs " + std::to_string(plan.total() >> 20) +

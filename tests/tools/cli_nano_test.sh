@@ -19,5 +19,9 @@ grep -q "| package " <<<"$err" || { echo "FAILED: no budget line: $err"; fail=1;
 grep -q "peak memory increase" <<<"$err" || { echo "FAILED: no peak memory in the budget line: $err"; fail=1; }
 # `pocket verify` on the shipped q4_g32r8 package: checksums and every scale finite (the r8 groups' 8 scales).
 v=$("$pocket" verify "$model" 2>&1) || { echo "FAILED: pocket verify: $v"; fail=1; }
+# `pocket plan` states the f16 KV cache a session of this quantised model holds: 2 x 4 layers x 512 positions x
+# 64 (2 KV heads x 32) x 2 bytes = 0.50 MiB.
+plan=$("$pocket" plan -m "$model" -c 512 2>&1)
+grep -Eq '^kv cache +0\.50 MiB$' <<<"$plan" || { echo "FAILED: pocket plan KV cache: $plan"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $answer"
 exit $fail
