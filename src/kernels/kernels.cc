@@ -50,12 +50,7 @@ constexpr int64_t kRowGrain = 16;
 }  // namespace
 
 void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, ActBlock* xq_scratch, int64_t m) {
-  const bool quantised = w.dtype != DType::kF32 && w.dtype != DType::kF16;
-  if (quantised) {
-    const int64_t n = w.cols;
-    pool.run(m, [&](int64_t b, int64_t e, int) { quantize_act_rows(xq_scratch, x, n, b, e); });
-  }
-  pool.run(w.rows, [&](int64_t b, int64_t e, int) { matmul(y, w.rows, w, x, xq_scratch, m, b, e); }, kRowGrain);
+  matmul_shared(pool, &y, &w, 1, x, xq_scratch, m);  // one matrix: the same quantisation and row split
 }
 
 void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int count, const float* x,
@@ -83,7 +78,9 @@ namespace {
 // hand-off (and the gap it leaves in a decode step's weight stream) costs more than the work. Rows per grain
 // such that one grain holds at least that many elements; run() calls inline when there is one grain.
 constexpr int64_t kInlineElements = 4096;
-int64_t row_grain(int64_t elements_per_row) { return std::max<int64_t>(1, kInlineElements / std::max<int64_t>(1, elements_per_row)); }
+int64_t row_grain(int64_t elements_per_row) {
+  return std::max<int64_t>(1, kInlineElements / std::max<int64_t>(1, elements_per_row));
+}
 }  // namespace
 
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps) {
