@@ -57,11 +57,13 @@ void run_matmul(benchmark::State& state, DType t, int64_t m, bool hot = false) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(m * n)), y(static_cast<size_t>(m * rows));
   for (auto& v : x) v = dist(rng);
-  std::vector<ActBlock> xq(static_cast<size_t>(m * quant::act_blocks(n)));
   ThreadPool& p = pool(threads);
+  const bool residual = residual_activations(t);  // Q8G32: int8 activations plus their residual
+  std::vector<ActBlock> xq(static_cast<size_t>(act_scratch_blocks(residual, m, n)));
+  std::vector<float> tiles(residual ? static_cast<size_t>(threads * residual_tile_floats(m)) : 0);
   size_t c = 0;
   for (auto _ : state) {
-    matmul(p, y.data(), MatrixView{w.copies[c].data(), t, rows, n}, x.data(), xq.data(), m);
+    matmul(p, y.data(), MatrixView{w.copies[c].data(), t, rows, n}, x.data(), Scratch{xq.data(), tiles.data()}, m);
     c = c + 1 == w.copies.size() ? 0 : c + 1;
     benchmark::ClobberMemory();
   }

@@ -43,32 +43,73 @@ void quantize_act_rows(ActBlock* out, const float* x, int64_t n, int64_t r0, int
   for (int64_t r = r0; r < r1; ++r) k.quantize_act(out + r * nb, x + r * n, n);
 }
 
+void quantize_act_residual_rows(ActBlock* hi, ActBlock* lo, const float* x, int64_t n, int64_t r0, int64_t r1) {
+  const KernelTable& k = active();
+  const int64_t nb = quant::act_blocks(n);
+  for (int64_t r = r0; r < r1; ++r) {
+    ActBlock* h = hi + r * nb;
+    ActBlock* l = lo + r * nb;
+    const float* xr = x + r * n;
+    k.quantize_act(h, xr, n);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t k0 = b * quant::kActGroup, len = std::min<int64_t>(quant::kActGroup, n - k0);
+      float res[quant::kActGroup];
+      for (int64_t i = 0; i < len; ++i) res[i] = xr[k0 + i] - h[b].d * static_cast<float>(h[b].q[i]);
+      k.quantize_act(l + b, res, len);
+    }
+  }
+}
+
 namespace {
 // Weight rows per grain: a multiple of every tile height so threads never split a register tile, and large
 // enough that the per-slice overhead is negligible.
 constexpr int64_t kRowGrain = 16;
 }  // namespace
 
-void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, ActBlock* xq_scratch, int64_t m) {
-  matmul_shared(pool, &y, &w, 1, x, xq_scratch, m);  // one matrix: the same quantisation and row split
+void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, const Scratch& scratch, int64_t m) {
+  matmul_shared(pool, &y, &w, 1, x, scratch, m);  // one matrix: the same quantisation and row split
 }
 
 void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int count, const float* x,
-                   ActBlock* xq_scratch, int64_t m) {
+                   const Scratch& scratch, int64_t m) {
   assert(count >= 1 && count <= kMaxShared);
   const bool quantised = ws[0].dtype != DType::kF32 && ws[0].dtype != DType::kF16;
-  if (quantised) {
-    const int64_t n = ws[0].cols;
-    pool.run(m, [&](int64_t b, int64_t e, int) { quantize_act_rows(xq_scratch, x, n, b, e); });
+  bool residual = false;
+  for (int j = 0; j < count; ++j) residual = residual || residual_activations(ws[j].dtype);
+  ActBlock* const xq = scratch.xq;
+  const int64_t n = ws[0].cols;
+  if (residual) {
+    // Rows [0, m) hold the int8 activations every matrix reads; rows [m, 2m) their residuals.
+    assert(scratch.tiles != nullptr);
+    ActBlock* lo = xq + m * quant::act_blocks(n);
+    pool.run(m, [&](int64_t b, int64_t e, int) { quantize_act_residual_rows(xq, lo, x, n, b, e); });
+  } else if (quantised) {
+    pool.run(m, [&](int64_t b, int64_t e, int) { quantize_act_rows(xq, x, n, b, e); });
   }
   // The matrices' rows laid end to end, each starting on a grain boundary, so that a chunk of the joint
   // range maps to grain-aligned row ranges of each matrix it touches (Q4G32R8 needs multiples of 8).
   int64_t off[kMaxShared + 1] = {0};
   for (int j = 0; j < count; ++j) off[j + 1] = off[j] + (ws[j].rows + kRowGrain - 1) / kRowGrain * kRowGrain;
-  pool.run(off[count], [&](int64_t b, int64_t e, int) {
+  pool.run(off[count], [&](int64_t b, int64_t e, int t) {
     for (int j = 0; j < count; ++j) {
       const int64_t lo = std::max(b, off[j]) - off[j], hi = std::min(e, off[j] + ws[j].rows) - off[j];
-      if (lo < hi) matmul(ys[j], ws[j].rows, ws[j], x, xq_scratch, m, lo, hi);
+      if (lo >= hi) continue;
+      if (!residual_activations(ws[j].dtype)) {
+        matmul(ys[j], ws[j].rows, ws[j], x, xq, m, lo, hi);
+        continue;
+      }
+      // Both halves as 2m rows of one kernel call per tile, into this thread's tile; then summed into Y.
+      float* tile = scratch.tiles + t * residual_tile_floats(m);
+      for (int64_t r0 = lo; r0 < hi; r0 += kResidualTileRows) {
+        const int64_t r1 = std::min(hi, r0 + kResidualTileRows);
+        matmul(tile - r0, kResidualTileRows, ws[j], x, xq, 2 * m, r0, r1);
+        for (int64_t i = 0; i < m; ++i) {
+          const float* a = tile + i * kResidualTileRows;
+          const float* c = tile + (m + i) * kResidualTileRows;
+          float* out = ys[j] + i * ws[j].rows;
+          for (int64_t r = r0; r < r1; ++r) out[r] = a[r - r0] + c[r - r0];
+        }
+      }
     }
   }, kRowGrain);
 }

@@ -87,10 +87,37 @@ void matmul(float* y, int64_t ldy, const MatrixView& w, const float* x, const Ac
             int64_t r0, int64_t r1);
 void quantize_act_rows(ActBlock* out, const float* x, int64_t n, int64_t r0, int64_t r1);
 
+// One activation row as int8 twice over: hi = quantize_act(x), lo = quantize_act(x - hi) block by block (the
+// residual each 32-group's rounding left), so x ~= hi.d * hi.q + lo.d * lo.q to ~2^-15 of each group's
+// absmax instead of ~2^-8.
+void quantize_act_residual_rows(ActBlock* hi, ActBlock* lo, const float* x, int64_t n, int64_t r0, int64_t r1);
+
 // --- Convenience wrappers that split over a ThreadPool ----------------------------------------------------
 
-// Y[m, w.rows] = X[m, w.cols] · W^T. xq_scratch holds m * act_blocks(w.cols) blocks (unused for float W).
-void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, ActBlock* xq_scratch, int64_t m);
+// Q8G32 weights run against 16-bit-precise activations: X is quantised with its int8 residual
+// (quantize_act_residual_rows), both halves go through the same int8 kernel as 2m activation rows (each
+// weight block is still read once) and the two products are summed. Q8 is the accuracy policy, and int8
+// activations were the larger part of its error (stories260K, KL to F32 over the reference sequences:
+// 6.6e-4 with int8 activations, 3.4e-4 with the residual; the greedy texts become F32's). Decode stays
+// bound by the weight stream; the integer work doubles. Q4 weights keep plain int8 activations: their own
+// rounding error is ~8x larger, so the residual would buy nothing.
+inline bool residual_activations(DType t) { return t == DType::kQ8G32; }
+// Weight rows per residual tile: the two products of a tile are summed from a per-thread buffer.
+inline constexpr int64_t kResidualTileRows = 64;
+
+// The scratch the wrappers below need for m activation rows of width n. `tiles` is unused (may be null)
+// unless a matrix has residual_activations(); then it holds pool.n_threads() * residual_tile_floats(m).
+struct Scratch {
+  ActBlock* xq = nullptr;  // act_scratch_blocks(residual, m, n) blocks (unused for float W)
+  float* tiles = nullptr;
+};
+inline int64_t act_scratch_blocks(bool residual, int64_t m, int64_t n) {
+  return (residual ? 2 : 1) * m * quant::act_blocks(n);
+}
+inline int64_t residual_tile_floats(int64_t m) { return 2 * m * kResidualTileRows; }
+
+// Y[m, w.rows] = X[m, w.cols] · W^T.
+void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, const Scratch& scratch, int64_t m);
 
 // Several matrices applied to the same X (q/k/v, gate/up): ys[j][m, ws[j].rows] = X · ws[j]^T, with one
 // activation quantisation and one pool run over all their rows (a decode step has ~200 runs; each costs a
@@ -98,7 +125,7 @@ void matmul(ThreadPool& pool, float* y, const MatrixView& w, const float* x, Act
 // quantised, or all float); count <= kMaxShared.
 inline constexpr int kMaxShared = 4;
 void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int count, const float* x,
-                   ActBlock* xq_scratch, int64_t m);
+                   const Scratch& scratch, int64_t m);
 // x: [m, n] in place / out: [m, n].
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps);
 void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n);

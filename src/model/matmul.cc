@@ -24,7 +24,7 @@ void matmul(ThreadPool& pool, float* Y, const float* X, int64_t M, const WeightR
   const int64_t n = W.cols, rows = W.rows;
   if (W.dtype != DType::kF32 && W.dtype != DType::kBF16 && kernels::matmul_supports(W.dtype)) {
     kernels::MatrixView view{W.data, W.dtype, W.rows, W.cols};
-    kernels::matmul(pool, Y, view, X, s.xq, M);
+    kernels::matmul(pool, Y, view, X, kernels::Scratch{s.xq, s.tiles}, M);
     return;
   }
   float* row_buf = s.row_buf;
@@ -69,7 +69,7 @@ void matmul_shared(ThreadPool& pool, std::initializer_list<MatmulOut> outs, cons
     ys[count] = o.y;
     ws[count++] = kernels::MatrixView{o.w->data, o.w->dtype, o.w->rows, o.w->cols};
   }
-  kernels::matmul_shared(pool, ys, ws, count, X, s.xq, M);
+  kernels::matmul_shared(pool, ys, ws, count, X, kernels::Scratch{s.xq, s.tiles}, M);
 }
 
 }  // namespace pocket

@@ -14,7 +14,8 @@ namespace pocket {
 struct MatmulScratch {
   float* row_buf = nullptr;        // [n_threads][row_buf_stride] dequantised weight rows (reference path)
   int64_t row_buf_stride = 0;
-  quant::ActBlock* xq = nullptr;   // [M][act_blocks(cols)] int8 activations (quantised path)
+  quant::ActBlock* xq = nullptr;   // kernels::act_scratch_blocks() int8 activation blocks (quantised path)
+  float* tiles = nullptr;          // kernels::Scratch::tiles (Q8G32 weights' residual activations)
 };
 
 // Y: [M, W.rows], X: [M, W.cols]. F32 and BF16 weights run the scalar float32 reference (the exact

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "format/package.h"
+#include "kernels/kernels.h"
 #include "quant/blocks.h"
 
 namespace pocket {
@@ -24,7 +25,8 @@ ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s) {
   z.row_buf = s.n_threads * std::max({h.n_embd, h.n_ff, h.q_dim()});
   z.logits = s.n_logit_rows * h.n_vocab;
   z.candidates = h.n_vocab;
-  z.act_blocks = m * quant::act_blocks(std::max({h.n_embd, h.n_ff, h.q_dim()}));
+  z.act_blocks = kernels::act_scratch_blocks(s.residual_act, m, std::max({h.n_embd, h.n_ff, h.q_dim()}));
+  z.tiles = s.residual_act ? s.n_threads * kernels::residual_tile_floats(m) : 0;
   return z;
 }
 
@@ -33,7 +35,8 @@ MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t pa
   p.weights = package_bytes;
   p.kv_cache = 2ull * h.n_layers * s.n_ctx * h.kv_dim() * (s.kv_f16 ? 2 : 4);
   const ScratchSizes z = scratch_sizes(h, s);
-  p.activations = sizeof(float) * static_cast<uint64_t>(z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.row_buf) +
+  const int64_t floats = z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.row_buf + z.tiles;
+  p.activations = sizeof(float) * static_cast<uint64_t>(floats) +
                   sizeof(quant::ActBlock) * static_cast<uint64_t>(z.act_blocks);
   // Candidates: one (id, logit) pair per vocabulary entry; plus the recent-token ring for penalties.
   p.logits = sizeof(float) * static_cast<uint64_t>(z.logits) + 8ull * z.candidates;
@@ -57,6 +60,13 @@ std::string MemoryPlan::to_string() const {
 bool kv_cache_f16(const Package& pkg) {
   for (const auto& t : pkg.tensors()) {
     if (t.shape.size() == 2 && t.dtype != DType::kF32) return true;
+  }
+  return false;
+}
+
+bool residual_activations(const Package& pkg) {
+  for (const auto& t : pkg.tensors()) {
+    if (t.shape.size() == 2 && kernels::residual_activations(t.dtype)) return true;
   }
   return false;
 }

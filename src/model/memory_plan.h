@@ -21,6 +21,7 @@ struct SessionShape {
   int64_t n_threads = 1;
   int64_t n_logit_rows = 1;  // rows whose logits can be requested at once
   bool kv_f16 = false;       // KV cache in f16 (quantised/f16 models) or f32 (the float32 reference)
+  bool residual_act = false;  // some matrix is Q8G32: int8 activations plus their residual (kernels.h)
 };
 
 struct MemoryPlan {
@@ -37,6 +38,7 @@ struct MemoryPlan {
 struct ScratchSizes {
   int64_t x, xb, xb2, q, k, v, hb, hb2, att, row_buf, logits, candidates;  // in floats (candidates: entries)
   int64_t act_blocks;  // int8 activation blocks (40 bytes each)
+  int64_t tiles;       // per-thread residual product tiles, in floats (0 without residual_act)
 };
 ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s);
 MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes);
@@ -45,5 +47,7 @@ MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t pa
 // scalar operators); any matrix in another dtype selects the dispatched kernels with an f16 KV cache. Used by
 // sessions and by `pocket plan`, so both state the same bytes.
 bool kv_cache_f16(const Package& pkg);
+// SessionShape::residual_act for a package: some 2-D tensor is Q8G32.
+bool residual_activations(const Package& pkg);
 
 }  // namespace pocket

@@ -31,6 +31,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   s.n_logit_rows = std::min(s.n_logit_rows, s.n_batch);
   s.n_threads = pool->n_threads();
   s.kv_f16 = kv_cache_f16(model->package());
+  s.residual_act = residual_activations(model->package());
   const MemoryPlan plan = make_memory_plan(h, s, model->package().file_size());
   if (mem_budget_bytes > 0 && plan.total() > mem_budget_bytes) {
     return Status(ErrorCode::kOutOfMemory, "[session] the memory plan needs " + std::to_string(plan.total() >> 20) +
@@ -49,6 +50,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
     t->v_cache_.assign(kv, 0.0f);
   }
   t->xq_.resize(static_cast<size_t>(z.act_blocks));
+  t->tiles_.assign(static_cast<size_t>(z.tiles), 0.0f);
   auto sz = [](int64_t v) { return static_cast<size_t>(v); };
   t->x_.assign(sz(z.x), 0.0f);
   t->xb_.assign(sz(z.xb), 0.0f);
@@ -114,6 +116,7 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
   ms.row_buf = row_buf_.data();
   ms.row_buf_stride = static_cast<int64_t>(row_buf_.size()) / shape_.n_threads;
   ms.xq = xq_.data();
+  ms.tiles = tiles_.data();
   const bool fast = shape_.kv_f16;
   float* x = x_.data();
   float* xb = xb_.data();

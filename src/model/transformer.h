@@ -63,6 +63,7 @@ class Transformer {
   // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32 (reference path) or f16 (kernel path).
   std::vector<float> k_cache_, v_cache_;
   std::vector<uint16_t> k_cache16_, v_cache16_;
+  std::vector<float> tiles_;           // residual product tiles (Q8G32 weights; kernels::Scratch)
   std::vector<quant::ActBlock> xq_;  // [n_batch][act_blocks(max width)] int8 activations
   // Scratch, sized by scratch_sizes(): row-major [n_batch, width] activations.
   std::vector<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_;

@@ -85,7 +85,10 @@ TEST_F(GgufRoundTrip, F16KeepsThePackageLogits) {
 
 // Route A imports the checkpoint straight to q8_g32; route B goes f32 → GGUF Q8_0 → pocket. The blocks are
 // byte-identical, so qwen logits are identical; llama's q/k rows are permuted (RoPE order), which changes
-// only the order of the attention dot products.
+// only the order of the attention dot products. Those ~1e-7 relative differences reach the next layer's
+// activation quantisation: at Q4 (int8 activations) they rarely cross a rounding boundary; at Q8 the int8
+// residual's grid is 254x finer (kernels::residual_activations), so crossings are common, each moving an
+// activation by one residual step (2^-15 of its group's absmax): differences of ~1e-4 in these logits.
 TEST_F(GgufRoundTrip, Q8AndQ4ThroughBothRoutesAgree) {
   for (const char* arch : {"qwen2", "qwen3", "llama"}) {
     const auto m = testing::make_hf_model(arch, false, "F32");
@@ -95,7 +98,7 @@ TEST_F(GgufRoundTrip, Q8AndQ4ThroughBothRoutesAgree) {
     const auto direct_q4 = logits(import_hf(m, DType::kQ4G32, a + "-q4"));
     const auto via_gguf_q4 = logits(through_gguf(dir_.file(a + "-f32.pocket"), GgufExportType::kQ4_0, a + "-q4"));
     if (a == "llama") {
-      EXPECT_LT(testing::max_abs_diff(via_gguf_q8, direct_q8), 1e-5f);
+      EXPECT_LT(testing::max_abs_diff(via_gguf_q8, direct_q8), 1e-3f);
       EXPECT_LT(testing::max_abs_diff(via_gguf_q4, direct_q4), 1e-5f);
     } else {
       EXPECT_EQ(testing::max_abs_diff(via_gguf_q8, direct_q8), 0.0f) << a;
@@ -104,7 +107,7 @@ TEST_F(GgufRoundTrip, Q8AndQ4ThroughBothRoutesAgree) {
     // Carrying Q8_0 back keeps the bytes: exporting the q8 package again and importing is a fixed point.
     const float keep = testing::max_abs_diff(
         logits(through_gguf(dir_.file(a + "-q8.pocket"), GgufExportType::kKeep, a + "-q8k")), direct_q8);
-    if (a == "llama") EXPECT_LT(keep, 1e-5f);
+    if (a == "llama") EXPECT_LT(keep, 1e-3f);
     else EXPECT_EQ(keep, 0.0f) << a;
   }
 }

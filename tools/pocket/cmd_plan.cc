@@ -35,6 +35,7 @@ void register_plan(CLI::App& app) {
     s.n_batch = a->batch > 0 ? std::min(a->batch, s.n_ctx) : std::min<int64_t>(s.n_ctx, kDefaultBatch);
     s.n_threads = a->threads > 0 ? a->threads : ThreadPool::default_threads();
     s.n_logit_rows = 1;
+    s.residual_act = residual_activations(*pkg);
     s.kv_f16 = kv_cache_f16(*pkg);  // as a session decides it (it printed the f32 size for every model before)
     const MemoryPlan p = make_memory_plan(*h, s, pkg->file_size());
     std::printf("model %s, context %lld, batch %lld, %lld threads\n%s", a->model.c_str(), static_cast<long long>(s.n_ctx),
