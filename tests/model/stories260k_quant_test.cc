@@ -109,18 +109,18 @@ TEST(Stories260KQuant, Q8TopOneAgreementAndKl) {
   ASSERT_EQ(a.total, 192);
   const double kl_mean = a.kl_sum / a.total;
   std::printf("stories260K q8_g32 vs F32: top-1 %d / %d, KL mean %.6f\n", a.agree, a.total, kl_mean);
-  EXPECT_GE(a.agree, 190);
-  EXPECT_LE(kl_mean, 1e-3);
+  EXPECT_GE(a.agree, 191);
+  EXPECT_LE(kl_mean, 5e-4);
 }
 
-// Q8's greedy continuation of each reference prompt equals the F32 reference text, except where F32 itself
-// is within a hair of a tie: at the first position where they part, F32's margin between its choice and
-// Q8's must be under 0.1 logit (int8 activations move logits by ~0.1 here), and they may part at most once.
-TEST(Stories260KQuant, Q8GreedyTextMatchesF32ExceptAtNearTies) {
+// Q8's greedy continuation of each reference prompt is the F32 reference text, token for token. p3 has a
+// near-tie at generated token 39 (F32's margin 0.0795 logit) that int8 activations alone flipped; Q8's
+// residual activations (kernels::residual_activations) keep it. On a mismatch the test prints F32's margin
+// at the first differing position, to tell a near-tie from a broken path.
+TEST(Stories260KQuant, Q8GreedyTextMatchesF32) {
   POCKET_REQUIRE_SHARED_DATA(data);
   auto model = Model::load(quantized(DType::kQ8G32));
   ASSERT_TRUE(model) << model.status().to_string();
-  int parted = 0;
   for (int p = 1; p <= 3; ++p) {
     const std::string base = data + "/reference/stories260K/p" + std::to_string(p);
     const auto prompt_ids = read_ids_line(base + ".ids", "PROMPT_TOKENS");
@@ -144,17 +144,12 @@ TEST(Stories260KQuant, Q8GreedyTextMatchesF32ExceptAtNearTies) {
       std::printf("p%d: Q8 greedy text identical to the F32 reference\n", p);
       continue;
     }
-    ++parted;
     const int64_t pos = first.first - got.begin();  // the token at `pos` was chosen from position pos - 1
     const auto ref = all_logits(stories260k_package(), want);
     const float* l = &ref[static_cast<size_t>(pos - 1) * kVocab];
-    const float margin = l[want[static_cast<size_t>(pos)]] - l[*first.first];
-    std::printf("p%d: Q8 parts from the reference at token %lld, where F32's margin is %.4f logit\n", p,
-                static_cast<long long>(pos), margin);
-    EXPECT_GE(margin, 0.0f);
-    EXPECT_LT(margin, 0.1f) << "Q8 changed a greedy choice that F32 made by a clear margin";
+    ADD_FAILURE() << "p" << p << ": Q8 parts from the F32 reference at token " << pos << ", where F32's margin is "
+                  << l[want[static_cast<size_t>(pos)]] - l[*first.first] << " logit";
   }
-  EXPECT_LE(parted, 1);
 }
 
 }  // namespace
