@@ -10,7 +10,7 @@
 // the whole block, and the weights of the block are reused from L2 for every activation tile. (Walking all
 // m activation rows for every weight tile instead streams m * n * 40 bytes of activations through L2 per
 // weight tile: at m = 512 that is 0.6-1.8 MB, more than L2, and the kernel stalls on L3.)
-// Ragged edges fall back to R = 1 / C = 1 tiles.
+// Ragged edges fall back to R = 1 tiles and C = 2, then C = 1 tiles.
 #pragma once
 
 #include <algorithm>
@@ -37,15 +37,22 @@ inline void tile_loop(const K& k, int64_t m, int64_t r0, int64_t r1, int64_t wei
     const int64_t re = std::min(r1, rb + block);
     int64_t i = 0;
     for (; i + C <= m; i += C) tile_rows<R, C>(k, i, rb, re);
+    if constexpr (C > 2) {
+      for (; i + 2 <= m; i += 2) tile_rows<R, 2>(k, i, rb, re);
+    }
     for (; i < m; ++i) tile_rows<R, 1>(k, i, rb, re);
   }
 }
 
 // m == 1 (decode) and m > 1 (batched) use different tile shapes; weight_row_bytes sizes the L2 blocks.
+// m == 2 (a decode step of Q8 weights: int8 activations and their residual; a one-token draft's verify)
+// keeps decode's tall weight tile with both rows in it, so each weight block is prepared once for both.
 template <int RV, int RM, int CM, typename K>
 inline void matmul_tiles(const K& k, int64_t m, int64_t r0, int64_t r1, int64_t weight_row_bytes = 0) {
   if (m == 1) {
     tile_loop<RV, 1>(k, m, r0, r1);
+  } else if (m == 2) {
+    tile_loop<RV, 2>(k, m, r0, r1);
   } else {
     tile_loop<RM, CM>(k, m, r0, r1, weight_row_bytes);
   }
