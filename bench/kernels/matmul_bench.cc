@@ -129,6 +129,7 @@ void BM_gemv_hot_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 1
 void BM_gemm64_hot_q4g32(benchmark::State& s) { run_matmul(s, DType::kQ4G32, 64, true); }
 void BM_gemm64_hot_q8g32(benchmark::State& s) { run_matmul(s, DType::kQ8G32, 64, true); }
 void BM_gemm64_hot_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 64, true); }
+void BM_gemm8_hot_q4g32r8(benchmark::State& s) { run_matmul(s, DType::kQ4G32R8, 8, true); }
 void hot_shape(benchmark::internal::Benchmark* b) {
   b->Args({256, 1024, 1})->ArgNames({"rows", "n", "threads"})->Unit(benchmark::kMicrosecond);
 }
@@ -139,6 +140,7 @@ BENCHMARK(BM_gemv_hot_q4g32r8)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q4g32)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q8g32)->Apply(hot_shape);
 BENCHMARK(BM_gemm64_hot_q4g32r8)->Apply(hot_shape);
+BENCHMARK(BM_gemm8_hot_q4g32r8)->Apply(hot_shape);
 
 BENCHMARK(BM_gemv_q4g32)->Apply(gemv_shapes);
 BENCHMARK(BM_gemv_q4g64)->Apply(gemv_shapes);

@@ -8,7 +8,7 @@
 // each activation tile (C rows, a few KB: L1-resident) every RM-row weight tile of the block is applied.
 // Each weight block is thus read from DRAM once for all m rows, the activation tile is reused from L1 for
 // the whole block, and the weights of the block are reused from L2 for every activation tile. (Walking all
-// m activation rows for every weight tile instead streams m * n * 40 bytes of activations through L2 per
+// m activation rows for every weight tile instead streams m * n * 40 / 32 bytes of activations through L2 per
 // weight tile: at m = 512 that is 0.6-1.8 MB, more than L2, and the kernel stalls on L3.)
 // Ragged edges fall back to R = 1 tiles and C = 2, then C = 1 tiles.
 #pragma once
