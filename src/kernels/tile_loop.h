@@ -58,4 +58,28 @@ inline void matmul_tiles(const K& k, int64_t m, int64_t r0, int64_t r1, int64_t 
   }
 }
 
+// Activation rows [0, m) as ceil(m / CMax) tiles of near-equal width, each 1..CMax: calls
+// f.template operator()<C>(i) for the tile of C rows starting at row i. (m = 5, CMax = 4: 3 + 2, not 4 + 1; a
+// narrow tile pays the weight unpacking of a wide one for a fraction of the work, and speculative
+// verification asks for every m from 2 to 17.)
+template <int CMax, typename F>
+inline void near_equal_col_tiles(int64_t m, F&& f) {
+  static_assert(CMax >= 1 && CMax <= 8);
+  const int64_t tiles = (m + CMax - 1) / CMax;
+  for (int64_t t = 0, i = 0; t < tiles; ++t) {
+    const int64_t left = tiles - t, c = (m - i + left - 1) / left;  // ceil of the rows left per tile
+    switch (c) {
+      case 1: f.template operator()<1>(i); break;
+      case 2: if constexpr (CMax >= 2) f.template operator()<2>(i); break;
+      case 3: if constexpr (CMax >= 3) f.template operator()<3>(i); break;
+      case 4: if constexpr (CMax >= 4) f.template operator()<4>(i); break;
+      case 5: if constexpr (CMax >= 5) f.template operator()<5>(i); break;
+      case 6: if constexpr (CMax >= 6) f.template operator()<6>(i); break;
+      case 7: if constexpr (CMax >= 7) f.template operator()<7>(i); break;
+      default: if constexpr (CMax >= 8) f.template operator()<8>(i); break;
+    }
+    i += c;
+  }
+}
+
 }  // namespace pocket::kernels

@@ -374,17 +374,12 @@ void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, 
     for (int64_t r = r0; r < r1; r += 8) k.tile<1>(r, 0);
     return;
   }
-  constexpr int C = kColsR8;
   const int64_t block = std::max<int64_t>(8, kWeightBlockBytes / (8 * k.a.row_bytes) * 8);
   for (int64_t rb = r0; rb < r1; rb += block) {
     const int64_t re = std::min(r1, rb + block);
-    int64_t i = 0;
-    for (; i + C <= m; i += C) {
+    near_equal_col_tiles<kColsR8>(m, [&]<int C>(int64_t i) {
       for (int64_t r = rb; r < re; r += 8) k.tile<C>(r, i);
-    }
-    for (; i < m; ++i) {
-      for (int64_t r = rb; r < re; r += 8) k.tile<1>(r, i);
-    }
+    });
   }
 }
 

@@ -109,21 +109,6 @@ inline void r8_gemv(const R8Args& a, int64_t r) {
 // the unpacked nibbles and constants fit the 32 registers AVX512VL gives).
 constexpr int kColsR8 = 8;
 
-// r8_tile<c> for a run-time c in 1..kColsR8.
-inline void r8_tile_n(const R8Args& a, int64_t r, int64_t i, int64_t c) {
-  switch (c) {
-    case 1: return r8_tile<1>(a, r, i);
-    case 2: return r8_tile<2>(a, r, i);
-    case 3: return r8_tile<3>(a, r, i);
-    case 4: return r8_tile<4>(a, r, i);
-    case 5: return r8_tile<5>(a, r, i);
-    case 6: return r8_tile<6>(a, r, i);
-    case 7: return r8_tile<7>(a, r, i);
-    default: return r8_tile<8>(a, r, i);
-  }
-}
-static_assert(kColsR8 == 8, "r8_tile_n covers 1..8");
-
 }  // namespace
 
 void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
@@ -133,21 +118,16 @@ void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, 
     for (int64_t r = r0; r < r1; r += 8) r8_gemv(a, r);
     return;
   }
-  // Weight rows in blocks of about kWeightBlockBytes (L2), activation tiles inside (see tile_loop.h). The m
-  // rows are cut into ceil(m / kColsR8) tiles of near-equal size (m = 5: one tile of 5, not 4 + 1; m = 9:
-  // 5 + 4, not 8 + 1): a narrow tile pays the weight unpacking of a wide one for a fraction of the work,
-  // and speculative verification asks for every m from 2 to 17.
+  // Weight rows in blocks of about kWeightBlockBytes (L2), activation tiles of near-equal width inside
+  // (tile_loop.h: m = 5 is one tile of 5, m = 9 is 5 + 4).
   const int64_t row_bytes = a.nb * static_cast<int64_t>(sizeof(BlockQ4G32R8)) / 8;
   int64_t block = kWeightBlockBytes / (8 * row_bytes) * 8;
   if (block < 8) block = 8;
-  const int64_t tiles = (m + kColsR8 - 1) / kColsR8;
   for (int64_t rb = r0; rb < r1; rb += block) {
     const int64_t re = rb + block < r1 ? rb + block : r1;
-    for (int64_t t = 0, i = 0; t < tiles; ++t) {
-      const int64_t c = (m - i) / (tiles - t) + ((m - i) % (tiles - t) != 0);  // ceil of what is left per tile
-      for (int64_t r = rb; r < re; r += 8) r8_tile_n(a, r, i, c);
-      i += c;
-    }
+    near_equal_col_tiles<kColsR8>(m, [&]<int C>(int64_t i) {
+      for (int64_t r = rb; r < re; r += 8) r8_tile<C>(a, r, i);
+    });
   }
 }
 

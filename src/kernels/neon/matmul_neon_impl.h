@@ -212,12 +212,7 @@ struct Q4R8Kernel {
 };
 
 inline void run_r8(const Q4R8Kernel& k, int64_t m, int64_t r0, int64_t r1) {
-  constexpr int C = 4;
-  int64_t i = 0;
-  if (m > 1) {
-    for (; i + C <= m; i += C)
-      for (int64_t r = r0; r < r1; r += 8) k.tile<C>(r, i);
-  }
-  for (; i < m; ++i)
-    for (int64_t r = r0; r < r1; r += 8) k.tile<1>(r, i);
+  near_equal_col_tiles<4>(m, [&]<int C>(int64_t i) {
+    for (int64_t r = r0; r < r1; r += 8) k.tile<C>(r, i);
+  });
 }
