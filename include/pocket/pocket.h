@@ -41,6 +41,16 @@ const char* pocket_status_name(pocket_status status);
 /* Models ------------------------------------------------------------------------------------------------ */
 /* Maps and validates a .pocket package. *out is NULL on failure. */
 pocket_status pocket_model_load(const char* path, pocket_model** out);
+
+typedef struct pocket_model_params {
+  /* 1 (default): map the file (pages shared with the page cache, loaded on first use, evictable).
+   * 0: read it into anonymous memory with transparent huge pages requested: a slower open and memory the
+   * system cannot evict, for faster decode (fewer TLB misses; docs/performance.md, "--no-mmap"). */
+  int32_t use_mmap;
+} pocket_model_params;
+pocket_model_params pocket_model_default_params(void);
+/* pocket_model_load with options; params NULL means the defaults. */
+pocket_status pocket_model_load_ex(const char* path, const pocket_model_params* params, pocket_model** out);
 void pocket_model_free(pocket_model* model); /* NULL is allowed */
 int32_t pocket_model_n_vocab(const pocket_model* model);
 int32_t pocket_model_n_ctx_train(const pocket_model* model);

@@ -21,9 +21,10 @@ inline Error last_error(pocket_status code) { return {code, pocket_last_error()}
 
 class Model {
  public:
-  static std::pair<Model, Error> load(const std::string& path) {
+  static std::pair<Model, Error> load(const std::string& path,
+                                      const pocket_model_params& p = pocket_model_default_params()) {
     pocket_model* m = nullptr;
-    pocket_status s = pocket_model_load(path.c_str(), &m);
+    pocket_status s = pocket_model_load_ex(path.c_str(), &p, &m);
     return {Model(m), s == POCKET_OK ? Error{} : last_error(s)};
   }
   pocket_model* get() const { return m_.get(); }

@@ -60,17 +60,28 @@ const char* pocket_status_name(pocket_status status) {
   return pocket::error_code_name(static_cast<pocket::ErrorCode>(status));
 }
 
-pocket_status pocket_model_load(const char* path, pocket_model** out) {
+pocket_model_params pocket_model_default_params(void) {
+  pocket_model_params p;
+  p.use_mmap = 1;
+  return p;
+}
+
+pocket_status pocket_model_load_ex(const char* path, const pocket_model_params* params, pocket_model** out) {
   return guarded([&]() -> pocket_status {
     if (out == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_model_load: out is NULL");
     *out = nullptr;
     if (path == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_model_load: path is NULL");
-    auto m = pocket::Model::load(path);
+    const pocket_model_params p = params != nullptr ? *params : pocket_model_default_params();
+    pocket::OpenOptions o;
+    o.load = p.use_mmap != 0 ? pocket::FileLoad::kMap : pocket::FileLoad::kRead;
+    auto m = pocket::Model::load(path, o);
     if (!m) return fail(m.status());
     *out = new pocket_model{std::move(*m)};
     return POCKET_OK;
   });
 }
+
+pocket_status pocket_model_load(const char* path, pocket_model** out) { return pocket_model_load_ex(path, nullptr, out); }
 
 void pocket_model_free(pocket_model* model) { delete model; }
 

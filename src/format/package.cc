@@ -81,7 +81,7 @@ uint64_t TensorInfo::rows() const {
 }
 
 Expected<Package> Package::open(const std::string& path, const OpenOptions& opts) {
-  POCKET_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  POCKET_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path, opts.load));
   Package pkg;
   pkg.file_ = std::move(file);
   pkg.bytes_ = pkg.file_.bytes();

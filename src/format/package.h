@@ -118,6 +118,7 @@ struct TensorInfo {
 
 struct OpenOptions {
   bool verify_tensor_data = false;  // also checksum section 5 (reads the whole file)
+  FileLoad load = FileLoad::kMap;   // map the file, or read it into (huge-page) memory: core/mapped_file.h
 };
 
 // An opened, fully validated package. Immutable and safe to share between threads.

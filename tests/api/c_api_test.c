@@ -143,6 +143,29 @@ int main(int argc, char** argv) {
     }
   }
 
+  /* The model read into memory instead of mapped (use_mmap = 0) gives the same greedy text. */
+  {
+    pocket_model_params mp = pocket_model_default_params();
+    CHECK(mp.use_mmap == 1);
+    mp.use_mmap = 0;
+    pocket_model* read_model = NULL;
+    CHECK(pocket_model_load_ex("/nonexistent/model.pocket", &mp, &read_model) == POCKET_ERR_IO);
+    CHECK(read_model == NULL && strstr(pocket_last_error(), "nonexistent") != NULL);
+    CHECK(pocket_model_load_ex(model_path, &mp, &read_model) == POCKET_OK);
+    if (read_model != NULL) {
+      pocket_session* rs = NULL;
+      sp = pocket_session_default_params();
+      sp.n_threads = 2;
+      CHECK(pocket_session_create(read_model, &sp, &rs) == POCKET_OK);
+      collect c5;
+      memset(&c5, 0, sizeof c5);
+      CHECK(pocket_generate(rs, text, strlen(text), &gp, on_token, &c5, NULL) == POCKET_OK);
+      CHECK(c5.len == c.len && memcmp(c5.text, c.text, c.len) == 0);
+      pocket_session_free(rs);
+      pocket_model_free(read_model);
+    }
+  }
+
   pocket_session_free(session);
   pocket_model_free(model);
   if (failures == 0) printf("c_api_test: all checks passed\n");

@@ -17,10 +17,12 @@ for n in 1 2 3; do
   prompt=$(cat "$ref.prompt")
   n_prompt=$(sed -n 's/^PROMPT_TOKENS \([0-9]*\):.*/\1/p' "$ref.ids")
   n_all=$(sed -n 's/^ALL_IDS(\([0-9]*\)):.*/\1/p' "$ref.ids")
-  for t in 1 2; do
-    "$pocket" run -m "$tmp/s.pocket" -p "$prompt" -n $((n_all - n_prompt)) --temp 0 -t $t > "$tmp/out$n.txt" 2> "$tmp/err$n.txt"
+  # Threads 1 and 2, mapped and (--no-mmap) read into memory.
+  for run in "-t 1" "-t 2" "-t 2 --no-mmap"; do
+    # shellcheck disable=SC2086
+    "$pocket" run -m "$tmp/s.pocket" -p "$prompt" -n $((n_all - n_prompt)) --temp 0 $run > "$tmp/out$n.txt" 2> "$tmp/err$n.txt"
     if ! cmp -s "$tmp/out$n.txt" "$ref.txt"; then
-      echo "p$n (threads $t): output differs from the reference"
+      echo "p$n ($run): output differs from the reference"
       diff <(cat "$ref.txt") <(cat "$tmp/out$n.txt") || true
       exit 1
     fi

@@ -25,6 +25,7 @@ struct BenchArgs {
   std::string model, output = "md";
   int n_prompt = 512, n_gen = 128, reps = 5, threads = 0, depth = 0, n_batch = 0;
   bool no_probe = false;
+  bool no_mmap = false;
   std::string spec = "none", draft_model, prompt_file;  // speculative rows (bench_spec.h)
   int draft_max = 8;
   bool spec_only = false;
@@ -78,7 +79,9 @@ int bench(const BenchArgs& a) {
   }
   if (a.spec != "none" && a.spec_only) return bench_speculative(spec_args(a), nullptr);
   const MemoryReading baseline = read_process_memory();
-  auto model = Model::load(a.model);
+  OpenOptions open;
+  open.load = a.no_mmap ? FileLoad::kRead : FileLoad::kMap;
+  auto model = Model::load(a.model, open);
   if (!model) return report("bench", model.status());
   const HParams& h = (*model)->hparams();
   const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
@@ -229,6 +232,7 @@ void register_bench(CLI::App& app) {
   c->add_option("-b,--batch-size", a->n_batch, "Rows per prefill pass (default 128; llama-bench's -ub)");
   c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
+  c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (faster decode)");
   c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram or draft")
       ->check(CLI::IsMember({"none", "ngram", "draft"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k (1..16); the verify row measures k + 1 rows");

@@ -24,6 +24,7 @@ struct RunArgs {
   int top_k = -1000000, repeat_last_n = -1000000;
   uint64_t seed = 0;
   double mem_budget_mb = 0;
+  bool no_mmap = false;
   bool no_bos = false, special = false, ignore_eos = false, chat = false;
   std::string system;
   std::string spec = "none", draft_model;  // speculative decoding (src/speculative)
@@ -40,7 +41,9 @@ int run(const RunArgs& a) {
     prompt = ss.str();
   }
   const MemoryReading before = read_process_memory();
-  auto model = Model::load(a.model);
+  OpenOptions open;
+  open.load = a.no_mmap ? FileLoad::kRead : FileLoad::kMap;
+  auto model = Model::load(a.model, open);
   if (!model) return report("run", model.status());
   SessionOptions so;
   so.n_ctx = a.ctx;
@@ -140,6 +143,7 @@ void register_run(CLI::App& app) {
   c->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repetition penalty looks back over");
   c->add_option("-s,--seed", a->seed, "Random seed (same seed, same tokens)");
   c->add_option("--mem-budget", a->mem_budget_mb, "Refuse a session whose memory plan exceeds this many MiB");
+  c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (faster decode)");
   c->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   c->add_flag("--special", a->special, "Parse special-token text in the prompt");
   c->add_flag("--chat", a->chat, "Wrap the prompt as a user turn in the package's chat template (implies --special)");

@@ -1,0 +1,93 @@
+// MappedFile in both load modes: the same bytes, a read-only result, 2 MiB alignment for kRead, and the same
+// clear errors for a missing file or a directory.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <random>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "test_util.h"
+
+namespace pocket {
+namespace {
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+TEST(MappedFile, ReadAndMapGiveTheSameBytes) {
+  testing::TempDir dir;
+  // Sizes around page and huge-page boundaries, and an empty file.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4097}, (size_t{2} << 20) + 3, size_t{5} << 20}) {
+    const std::string path = dir.file("f" + std::to_string(n));
+    const auto want = random_bytes(n, static_cast<uint32_t>(n));
+    testing::write_file(path, want);
+    for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
+      auto f = MappedFile::open(path, how);
+      ASSERT_TRUE(f) << f.status().to_string();
+      ASSERT_EQ(f->size(), n);
+      EXPECT_EQ(f->path(), path);
+      if (n > 0) {
+        EXPECT_EQ(std::vector<uint8_t>(f->data(), f->data() + n), want) << n;
+        if (how == FileLoad::kRead) EXPECT_EQ(reinterpret_cast<uintptr_t>(f->data()) % (2u << 20), 0u);
+      }
+      // Moving keeps the bytes; the moved-from file is empty.
+      MappedFile g = std::move(*f);
+      EXPECT_EQ(g.size(), n);
+      EXPECT_EQ(f->size(), 0u);
+      if (n > 0) EXPECT_EQ(g.data()[n - 1], want[n - 1]);
+    }
+  }
+}
+
+TEST(MappedFile, ErrorsNameThePathInBothModes) {
+  testing::TempDir dir;
+  for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
+    auto missing = MappedFile::open(dir.file("nope.pocket"), how);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.status().code(), ErrorCode::kIoError);
+    EXPECT_NE(missing.status().message().find("nope.pocket"), std::string::npos);
+    std::filesystem::create_directory(dir.file("sub"));
+    auto folder = MappedFile::open(dir.file("sub"), how);
+    ASSERT_FALSE(folder);
+    EXPECT_NE(folder.status().message().find("not a regular file"), std::string::npos);
+  }
+}
+
+// Permissions of the mapping that holds address p, from /proc/self/maps ("r--p", ...); empty if none.
+std::string permissions_of(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && lo <= a && a < hi) return perms;
+  }
+  return "";
+}
+
+// The read copy is read-only like the mapping: a stray write faults instead of changing the weights.
+TEST(MappedFile, BothModesAreReadOnly) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w");
+  testing::write_file(path, random_bytes(100, 1));
+  for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
+    auto f = MappedFile::open(path, how);
+    ASSERT_TRUE(f);
+    const std::string perms = permissions_of(f->data());
+    ASSERT_EQ(perms.size(), 4u) << "no mapping found in /proc/self/maps";
+    EXPECT_EQ(perms.substr(0, 2), "r-") << perms;
+  }
+}
+
+}  // namespace
+}  // namespace pocket
