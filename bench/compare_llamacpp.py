@@ -26,9 +26,9 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
-def pocket_bench(pocket, model, reps, threads, depth):
+def pocket_bench(pocket, model, reps, threads, depth, extra=()):
     out = run([pocket, "bench", "-m", model, "-p", "512", "-n", "128", "-r", str(reps), "-t", str(threads),
-               "-d", str(depth), "-o", "json"]).stdout
+               "-d", str(depth), "-o", "json", *extra]).stdout
     return json.loads(out)
 
 
@@ -38,8 +38,9 @@ def llama_bench_has_depth(bindir):
     return "--n-depth" in p.stdout + p.stderr
 
 
-def llama_bench(bindir, model, reps, threads, depth=0):
-    cmd = [os.path.join(bindir, "llama-bench"), "-m", model, "-r", str(reps), "-t", str(threads), "-o", "json"]
+def llama_bench(bindir, model, reps, threads, depth=0, extra=()):
+    cmd = [os.path.join(bindir, "llama-bench"), "-m", model, "-r", str(reps), "-t", str(threads), "-o", "json",
+           *extra]
     if depth:
         cmd += ["-p", "0", "-n", "128", "-d", str(depth)]
     else:
@@ -107,6 +108,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--pocket-arg", action="append", default=[],
+                    help="extra argument for `pocket bench` (repeat), e.g. --pocket-arg=--no-mmap")
+    ap.add_argument("--llama-bench-arg", action="append", default=[],
+                    help="extra argument for llama-bench (repeat), e.g. --llama-bench-arg=-mmp --llama-bench-arg=0")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="pocket-vs-llama-")
     os.makedirs(work, exist_ok=True)
@@ -127,7 +132,7 @@ def main():
         errors = {lab: None for lab, _ in builds}
         has_depth = {lab: llama_bench_has_depth(bindir) for lab, bindir in builds}
         for rnd in range(a.rounds):
-            j = pocket_bench(a.pocket, pk, a.reps, a.threads, 512)
+            j = pocket_bench(a.pocket, pk, a.reps, a.threads, 512, a.pocket_arg)
             for row in j["rows"]:
                 key = row["test"].replace(" @ d", "@d")
                 if key in P:
@@ -139,10 +144,11 @@ def main():
                 if errors[lab] is not None:
                     continue
                 try:
-                    for k, v in llama_bench(bindir, gg, a.reps, a.threads).items():
+                    for k, v in llama_bench(bindir, gg, a.reps, a.threads, 0, a.llama_bench_arg).items():
                         L[lab][k] += v
                     if has_depth[lab]:
-                        L[lab]["tg128@d512"] += llama_bench(bindir, gg, a.reps, a.threads, 512)["tg128@d512"]
+                        L[lab]["tg128@d512"] += llama_bench(bindir, gg, a.reps, a.threads, 512,
+                                                            a.llama_bench_arg)["tg128@d512"]
                     d = llama_depth(bindir, gg, a.threads, prompt)
                     if not has_depth[lab]:
                         L[lab]["tg128@d512"].append(d["tg_tps"])
@@ -156,7 +162,9 @@ def main():
              "pocket_bytes": os.path.getsize(pk), "gguf_bytes": os.path.getsize(gg), "llama_errors": errors}
         report["models"][arch] = m
         print(f"\n### {arch}: pocket q4_g32 ({m['pocket_bytes']:,} B) vs llama.cpp Q4_0 ({m['gguf_bytes']:,} B), "
-              f"{a.threads} threads, medians of {a.rounds} alternating rounds x {a.reps} runs\n")
+              f"{a.threads} threads, medians of {a.rounds} alternating rounds x {a.reps} runs"
+              f"{'; pocket bench ' + ' '.join(a.pocket_arg) if a.pocket_arg else ''}"
+              f"{'; llama-bench ' + ' '.join(a.llama_bench_arg) if a.llama_bench_arg else ''}\n")
         for lab, err in errors.items():
             if err:
                 last = err.strip().splitlines()[-1] if err.strip() else "?"
