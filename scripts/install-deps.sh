@@ -7,7 +7,9 @@ pkgs=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcli11-dev libxxhash-dev libzstd-dev libpcre2-dev libutf8proc-dev)
 if [ "${1:-}" = "--all" ]; then
   pkgs+=(clang libclang-rt-14-dev g++-aarch64-linux-gnu qemu-user-static
-         libtorch-dev libgloo-dev libopenblas0-pthread gnuplot-nox)
+         libtorch-dev libgloo-dev libopenblas0-pthread gnuplot-nox
+         # arm64 multiarch libraries for the aarch64 model tests (scripts/test-aarch64.sh)
+         libzstd-dev:arm64 libxxhash-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -21,5 +23,10 @@ if [ "$(id -u)" != 0 ]; then
   sudo=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
+for p in "${missing[@]}"; do
+  if [[ "$p" == *:arm64 ]] && [[ " $(dpkg --print-foreign-architectures | tr '\n' ' ') " != *" arm64 "* ]]; then
+    $sudo dpkg --add-architecture arm64
+  fi
+done
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
