@@ -9,41 +9,36 @@
 #include <cstring>
 #include <vector>
 
+#include "core/huge_pages.h"
+
 namespace pocket {
 
 namespace {
 
-// The probe's buffer: an anonymous mapping with transparent huge pages requested, as the weights get with
+// The probe's buffer: huge-page-aligned anonymous memory (core/huge_pages.h), as the weights get with
 // FileLoad::kRead (`--no-mmap`), so the roofline's denominator is the best streaming rate this machine
 // gives and not one held back by 4 KiB pages (page walks, prefetchers that stop at page ends). Falls back to
 // the heap if the mapping fails.
 class ProbeBuffer {
  public:
-  explicit ProbeBuffer(uint64_t bytes) : len_(bytes + kHuge) {
-    void* p = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+  explicit ProbeBuffer(uint64_t bytes) {
+    if (auto m = map_huge_aligned(bytes)) {
+      map_ = *m;
+      data_ = reinterpret_cast<uint64_t*>(map_.data);
+    } else {
       heap_.resize(bytes / sizeof(uint64_t));
       data_ = heap_.data();
-      return;
     }
-    map_ = p;
-    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + kHuge - 1) / kHuge * kHuge);
-#ifdef MADV_HUGEPAGE
-    (void)madvise(aligned, bytes, MADV_HUGEPAGE);
-#endif
-    data_ = reinterpret_cast<uint64_t*>(aligned);
   }
   ~ProbeBuffer() {
-    if (map_ != nullptr) munmap(map_, len_);
+    if (map_.map != nullptr) munmap(map_.map, map_.len);
   }
   ProbeBuffer(const ProbeBuffer&) = delete;
   ProbeBuffer& operator=(const ProbeBuffer&) = delete;
   uint64_t* data() { return data_; }
 
  private:
-  static constexpr uint64_t kHuge = 2ull << 20;
-  uint64_t len_;
-  void* map_ = nullptr;
+  HugePageMapping map_;
   std::vector<uint64_t> heap_;
   uint64_t* data_ = nullptr;
 };

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/huge_pages.h"
+
 namespace pocket {
 
 MappedFile::~MappedFile() { reset(); }
@@ -48,42 +50,30 @@ void MappedFile::reset() {
 
 namespace {
 
-constexpr uint64_t kHugePage = 2ull << 20;
-
-// Reads size bytes of fd into a fresh anonymous mapping whose data starts on a kHugePage boundary.
+// Reads size bytes of fd into a fresh huge-page-aligned anonymous mapping (core/huge_pages.h), read-only after.
 Status read_into_memory(int fd, const std::string& path, uint64_t size, void** map, uint64_t* map_len,
                         const uint8_t** data) {
-  const uint64_t len = (size + kHugePage - 1) / kHugePage * kHugePage + kHugePage;  // room to align
-  void* raw = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    return Status(ErrorCode::kOutOfMemory, "[read] cannot allocate " + std::to_string(size >> 20) + " MiB for '" +
-                                               path + "': " + std::strerror(errno));
-  }
-  const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
-  auto* p = reinterpret_cast<uint8_t*>((base + kHugePage - 1) / kHugePage * kHugePage);
-#ifdef MADV_HUGEPAGE
-  // A hint, for the whole huge pages the file fills: the tail stays in 4 KiB pages, so resident memory is
-  // the file's size and not up to 2 MiB more (a huge page is allocated whole on its first touch).
-  if (size >= kHugePage) (void)madvise(p, size / kHugePage * kHugePage, MADV_HUGEPAGE);
-#endif
+  auto m = map_huge_aligned(size);
+  if (!m) return Status(m.status().code(), m.status().message() + " to read '" + path + "'");
+  uint8_t* p = m->data;
   uint64_t done = 0;
   while (done < size) {
     const ssize_t r = pread(fd, p + done, size - done, static_cast<off_t>(done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       const std::string why = r < 0 ? std::strerror(errno) : "the file ended early (truncated while reading?)";
-      munmap(raw, len);
+      munmap(m->map, m->len);
       return io_error("[read] cannot read '" + path + "' at byte " + std::to_string(done) + ": " + why);
     }
     done += static_cast<uint64_t>(r);
   }
-  if (mprotect(raw, len, PROT_READ) != 0) {
+  if (mprotect(m->map, m->len, PROT_READ) != 0) {
     const int e = errno;
-    munmap(raw, len);
+    munmap(m->map, m->len);
     return io_error("[read] cannot make the copy of '" + path + "' read-only: " + std::strerror(e));
   }
-  *map = raw;
-  *map_len = len;
+  *map = m->map;
+  *map_len = m->len;
   *data = p;
   return Status::ok();
 }

@@ -248,40 +248,36 @@ TEST(SectionCompression, EmptyCompressedSectionOpens) {
 
 // ---- Bad compressed sections ----------------------------------------------------------------------------
 
+// `stored` with its decoded-size prefix replaced by n: opening fails as corrupt with every part of the
+// message, and nothing near the declared size is allocated on the way.
+void expect_declared_size_rejected(const std::vector<uint8_t>& stored, uint64_t n, std::vector<std::string> parts) {
+  auto s = stored;
+  put_u64(s, 0, n);
+  auto bytes = with_stored_tokenizer(s);
+  AllocationProbe probe;
+  parts.insert(parts.begin(), kTok);
+  EXPECT_TRUE(fails_with(parse(bytes), ErrorCode::kCorruptFile, parts)) << n;
+  EXPECT_LT(probe.largest(), kFlatMemory) << n;
+}
+
 TEST(SectionCompression, AbsurdDecodedSizesRejectedBeforeAllocation) {
   const auto stored = encode(vocab_like(4096));
   const uint64_t frame = stored.size() - 8;
   for (uint64_t n : {kMaxDecodedSectionBytes + 1, uint64_t{1} << 40, uint64_t{1} << 63, UINT64_MAX}) {
-    auto s = stored;
-    put_u64(s, 0, n);
-    auto bytes = with_stored_tokenizer(s);
-    AllocationProbe probe;
-    EXPECT_TRUE(fails_with(parse(bytes), ErrorCode::kCorruptFile,
-                           {kTok, "declares " + std::to_string(n) + " decoded bytes", "over the limit of 268435456"}));
-    EXPECT_LT(probe.largest(), kFlatMemory);
+    expect_declared_size_rejected(stored, n,
+                                  {"declares " + std::to_string(n) + " decoded bytes", "over the limit of 268435456"});
   }
   // Under the limit, but more than a frame of this size can decode to.
   for (uint64_t n : {frame * kZstdMaxExpansion + 1, kMaxDecodedSectionBytes}) {
-    auto s = stored;
-    put_u64(s, 0, n);
-    auto bytes = with_stored_tokenizer(s);
-    AllocationProbe probe;
-    EXPECT_TRUE(fails_with(parse(bytes), ErrorCode::kCorruptFile,
-                           {kTok, "more than its " + std::to_string(frame) + "-byte zstd frame can hold"}));
-    EXPECT_LT(probe.largest(), kFlatMemory);
+    expect_declared_size_rejected(stored, n, {"more than its " + std::to_string(frame) + "-byte zstd frame can hold"});
   }
 }
 
 TEST(SectionCompression, DecodedSizeMismatchRejectedBeforeAllocation) {
   const auto stored = encode(vocab_like(100000));
   for (uint64_t n : {uint64_t{0}, uint64_t{99999}, uint64_t{100001}, uint64_t{200000}}) {
-    auto s = stored;
-    put_u64(s, 0, n);
-    auto bytes = with_stored_tokenizer(s);
-    AllocationProbe probe;
-    EXPECT_TRUE(fails_with(parse(bytes), ErrorCode::kCorruptFile,
-                           {kTok, "declares " + std::to_string(n) + " decoded bytes but its zstd frame holds 100000"}));
-    EXPECT_LT(probe.largest(), kFlatMemory);
+    expect_declared_size_rejected(stored, n,
+                                  {"declares " + std::to_string(n) + " decoded bytes but its zstd frame holds 100000"});
   }
 }
 

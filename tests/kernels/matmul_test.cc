@@ -276,6 +276,35 @@ TEST(Matmul, Q8ResidualActivationsNearFloat) {
   EXPECT_LT(err_res * 50, err_int8);
 }
 
+// matmul_shared over three matrices of width 172 sharing one X gives each matrix exactly what its own pool
+// matmul gives (with its own scratch: a Q4 matrix alone has no residual rows).
+void expect_shared_matches_separate(ThreadPool& pool, const DType (&types)[3], const int64_t (&rows)[3], int64_t m,
+                                    uint32_t seed) {
+  std::vector<Problem> ps;
+  for (int j = 0; j < 3; ++j) ps.push_back(make(types[j], rows[j], 172, m, seed + j));
+  for (int j = 1; j < 3; ++j) ps[j].x = ps[0].x;  // one input for all three
+  std::vector<std::vector<float>> got(3), want(3);
+  float* ys[3];
+  MatrixView ws[3];
+  bool residual = false;
+  for (int j = 0; j < 3; ++j) {
+    got[j].assign(static_cast<size_t>(m * rows[j]), NAN);
+    want[j].assign(static_cast<size_t>(m * rows[j]), NAN);
+    ys[j] = got[j].data();
+    ws[j] = MatrixView{ps[j].w.data(), types[j], rows[j], 172};
+    residual = residual || residual_activations(types[j]);
+  }
+  WrapperScratch scratch = wrapper_scratch(pool, residual, m, 172);
+  matmul_shared(pool, ys, ws, 3, ps[0].x.data(), scratch.view(), m);
+  for (int j = 0; j < 3; ++j) {
+    WrapperScratch own = wrapper_scratch(pool, residual_activations(types[j]), m, 172);
+    matmul(pool, want[j].data(), ws[j], ps[0].x.data(), own.view(), m);
+    for (size_t i = 0; i < want[j].size(); ++i) {
+      ASSERT_EQ(got[j][i], want[j][i]) << dtype_name(types[j]) << " m " << m << " matrix " << j << " " << i;
+    }
+  }
+}
+
 // matmul_shared (q/k/v, gate/up) gives each matrix exactly what its own pool matmul gives: the same kernels
 // on the same quantised X, whatever rows a chunk spans (row counts not multiples of the grain included).
 TEST(Matmul, SharedInputMatchesSeparateCalls) {
@@ -284,27 +313,9 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
   for (DType t : quantised) {
     for (int64_t m : {1, 5}) {
       const bool r8 = t == DType::kQ4G32R8;
+      const DType types[3] = {t, t, t};
       const int64_t rows[3] = {r8 ? 40 : 37, r8 ? 8 : 5, r8 ? 64 : 70};
-      std::vector<Problem> ps;
-      for (int j = 0; j < 3; ++j) ps.push_back(make(t, rows[j], 172, m, 20 + j));
-      for (int j = 1; j < 3; ++j) ps[j].x = ps[0].x;  // one input for all three
-      std::vector<std::vector<float>> got(3), want(3);
-      float* ys[3];
-      MatrixView ws[3];
-      for (int j = 0; j < 3; ++j) {
-        got[j].assign(static_cast<size_t>(m * rows[j]), NAN);
-        want[j].assign(static_cast<size_t>(m * rows[j]), NAN);
-        ys[j] = got[j].data();
-        ws[j] = MatrixView{ps[j].w.data(), t, rows[j], 172};
-      }
-      WrapperScratch scratch = wrapper_scratch(pool, residual_activations(t), m, 172);
-      matmul_shared(pool, ys, ws, 3, ps[0].x.data(), scratch.view(), m);
-      for (int j = 0; j < 3; ++j) {
-        matmul(pool, want[j].data(), ws[j], ps[0].x.data(), scratch.view(), m);
-        for (size_t i = 0; i < want[j].size(); ++i) {
-          ASSERT_EQ(got[j][i], want[j][i]) << dtype_name(t) << " m " << m << " matrix " << j << " " << i;
-        }
-      }
+      expect_shared_matches_separate(pool, types, rows, m, 20);
     }
   }
 }
@@ -315,26 +326,8 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
 TEST(Matmul, SharedInputMixedQ8AndQ4MatchesSeparateCalls) {
   ThreadPool pool(2);
   const DType types[3] = {DType::kQ8G32, DType::kQ4G32, DType::kQ8G32};
-  const int64_t rows[3] = {37, 21, 80}, m = 3;
-  std::vector<Problem> ps;
-  for (int j = 0; j < 3; ++j) ps.push_back(make(types[j], rows[j], 172, m, 40 + j));
-  for (int j = 1; j < 3; ++j) ps[j].x = ps[0].x;
-  std::vector<std::vector<float>> got(3), want(3);
-  float* ys[3];
-  MatrixView ws[3];
-  for (int j = 0; j < 3; ++j) {
-    got[j].assign(static_cast<size_t>(m * rows[j]), NAN);
-    want[j].assign(static_cast<size_t>(m * rows[j]), NAN);
-    ys[j] = got[j].data();
-    ws[j] = MatrixView{ps[j].w.data(), types[j], rows[j], 172};
-  }
-  WrapperScratch scratch = wrapper_scratch(pool, true, m, 172);
-  matmul_shared(pool, ys, ws, 3, ps[0].x.data(), scratch.view(), m);
-  for (int j = 0; j < 3; ++j) {
-    WrapperScratch own = wrapper_scratch(pool, residual_activations(types[j]), m, 172);
-    matmul(pool, want[j].data(), ws[j], ps[0].x.data(), own.view(), m);
-    for (size_t i = 0; i < want[j].size(); ++i) ASSERT_EQ(got[j][i], want[j][i]) << "matrix " << j << " " << i;
-  }
+  const int64_t rows[3] = {37, 21, 80};
+  expect_shared_matches_separate(pool, types, rows, 3, 40);
 }
 
 TEST(ActQuant, EveryTableBitIdenticalToRef) {

@@ -6,7 +6,6 @@
 
 #include "convert/quantize_model.h"
 #include "model/stories_fixture.h"
-#include "model/transformer.h"
 
 namespace pocket {
 namespace {
@@ -14,22 +13,7 @@ namespace {
 std::vector<float> logits(const std::string& package, FileLoad how, const std::vector<int32_t>& ids) {
   OpenOptions o;
   o.load = how;
-  auto model = Model::load(package, o);
-  EXPECT_TRUE(model) << model.status().to_string();
-  if (!model) return {};
-  ThreadPool pool(2);
-  SessionShape shape;
-  shape.n_ctx = 64;
-  shape.n_logit_rows = 64;
-  auto tf = Transformer::create(*model, shape, &pool);
-  EXPECT_TRUE(tf) << tf.status().to_string();
-  if (!tf) return {};
-  const int64_t n = static_cast<int64_t>(ids.size());
-  EXPECT_TRUE((*tf)->forward(ids, /*all_logits=*/true).is_ok());
-  const int64_t vocab = (*model)->hparams().n_vocab;
-  std::vector<float> out(static_cast<size_t>(n * vocab));
-  for (int64_t p = 0; p < n; ++p) std::copy_n((*tf)->logits(p), vocab, out.data() + p * vocab);
-  return out;
+  return testing::teacher_forced_logits(package, ids, o);
 }
 
 TEST(LoadMode, ReadAndMapGiveIdenticalLogits) {

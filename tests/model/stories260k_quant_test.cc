@@ -37,20 +37,7 @@ std::string quantized(DType t) {
 
 // Teacher-forced logits for all positions of a reference sequence but the last.
 std::vector<float> all_logits(const std::string& package, const std::vector<int32_t>& ids) {
-  auto model = Model::load(package);
-  EXPECT_TRUE(model) << model.status().to_string();
-  if (!model) return {};
-  ThreadPool pool(2);
-  SessionShape shape;
-  shape.n_ctx = 128;
-  shape.n_logit_rows = 128;
-  auto tf = Transformer::create(*model, shape, &pool);
-  EXPECT_TRUE(tf) << tf.status().to_string();
-  const int64_t n = static_cast<int64_t>(ids.size()) - 1;
-  EXPECT_TRUE((*tf)->forward(std::span<const int32_t>(ids.data(), n), /*all_logits=*/true).is_ok());
-  std::vector<float> out(static_cast<size_t>(n * kVocab));
-  for (int64_t p = 0; p < n; ++p) std::copy_n((*tf)->logits(p), kVocab, out.data() + p * kVocab);
-  return out;
+  return testing::teacher_forced_logits(package, std::span<const int32_t>(ids.data(), ids.size() - 1));
 }
 
 int argmax(const float* l) { return static_cast<int>(std::max_element(l, l + kVocab) - l); }

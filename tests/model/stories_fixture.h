@@ -1,13 +1,16 @@
 // Converts ../shared/data's stories260K into a temporary .pocket once per test binary.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <string>
 
 #include "convert/llama2c_importer.h"
 #include "model/model.h"
+#include "model/transformer.h"
 #include "test_util.h"
 
 namespace pocket::testing {
@@ -47,6 +50,27 @@ inline std::vector<int32_t> read_ids_line(const std::string& path, const std::st
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Teacher-forced logits of every position of `ids` ([ids.size()][n_vocab]) in one forward pass over a fresh
+// two-thread session of `package`, opened with `open`. Empty (after a test failure) if anything fails.
+inline std::vector<float> teacher_forced_logits(const std::string& package, std::span<const int32_t> ids,
+                                                const OpenOptions& open = {}) {
+  auto model = Model::load(package, open);
+  EXPECT_TRUE(model) << model.status().to_string();
+  if (!model) return {};
+  ThreadPool pool(2);
+  SessionShape shape;
+  shape.n_ctx = static_cast<int64_t>(ids.size());
+  shape.n_logit_rows = shape.n_ctx;
+  auto tf = Transformer::create(*model, shape, &pool);
+  EXPECT_TRUE(tf) << tf.status().to_string();
+  if (!tf) return {};
+  EXPECT_TRUE((*tf)->forward(ids, /*all_logits=*/true).is_ok());
+  const int64_t n = shape.n_ctx, vocab = (*model)->hparams().n_vocab;
+  std::vector<float> out(static_cast<size_t>(n * vocab));
+  for (int64_t p = 0; p < n; ++p) std::copy_n((*tf)->logits(p), vocab, out.data() + p * vocab);
+  return out;
 }
 
 }  // namespace pocket::testing

@@ -1,0 +1,24 @@
+// Anonymous memory laid out for transparent huge pages: the --no-mmap copy of a package and the bandwidth
+// probe's buffer, so the weights and the roofline's denominator stream through the same kind of pages.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace pocket {
+
+inline constexpr uint64_t kHugePageBytes = 2ull << 20;
+
+// A read-write anonymous mapping whose `data` starts on a 2 MiB boundary, with transparent huge pages
+// requested (madvise, a hint) for the whole 2 MiB pages of its first `bytes`; the tail below 2 MiB stays in
+// 4 KiB pages, so resident memory is `bytes` and not up to 2 MiB more (a huge page is allocated whole on its
+// first touch). The caller owns it: munmap(map, len).
+struct HugePageMapping {
+  void* map = nullptr;
+  uint64_t len = 0;
+  uint8_t* data = nullptr;
+};
+Expected<HugePageMapping> map_huge_aligned(uint64_t bytes);
+
+}  // namespace pocket
