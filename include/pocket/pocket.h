@@ -78,6 +78,8 @@ typedef struct pocket_session_params {
   int32_t draft_max;        /* longest draft k, 1..16 (default 8); out of range: POCKET_ERR_INVALID_ARGUMENT */
   const char* draft_model;  /* POCKET_SPEC_DRAFT: path of a .pocket with the same tokenizer (else
                                POCKET_ERR_INVALID_ARGUMENT); copied, need not outlive the call */
+  int32_t spec_fallback;    /* 1 (default): decode plainly while speculation is measured slower on this
+                               machine and text (output unchanged either way); 0: always speculate */
 } pocket_session_params;
 
 #define POCKET_SPEC_NONE 0  /* plain decoding */

@@ -142,6 +142,7 @@ pocket_session_params pocket_session_default_params(void) {
   std::memset(&p, 0, sizeof p);
   p.spec_method = POCKET_SPEC_NONE;
   p.draft_max = 8;
+  p.spec_fallback = 1;
   return p;
 }
 
@@ -163,6 +164,7 @@ pocket_status pocket_session_create(const pocket_model* m, const pocket_session_
       else return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_create: unknown spec_method " +
                                                         std::to_string(p.spec_method));
       spec.draft_max = p.draft_max;
+      spec.fallback.enabled = p.spec_fallback != 0;
       if (p.draft_model != nullptr) spec.draft_model_path = p.draft_model;
       auto s = pocket::SpeculativeSession::create(m->model, so, spec);
       if (!s) return fail(s.status());

@@ -47,6 +47,16 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
     return invalid_argument("[speculative] draft length k = " + std::to_string(spec.draft_max) + " is out of range: " +
                             "k must be 1.." + std::to_string(kMaxDraft) + " (the verify batch is k + 1 rows)");
   }
+  const SpecFallbackOptions& fb = spec.fallback;
+  if (fb.trial_rounds < 1 || fb.early_rounds < 1 || fb.plain_rounds < 1 || fb.recheck_rounds < 1 ||
+      fb.backoff_min < 1 || fb.backoff_max < fb.backoff_min || !(fb.early_ratio >= 0.0 && fb.early_ratio <= 1.0)) {
+    return invalid_argument("[speculative] fallback rounds must be >= 1, backoff_max >= backoff_min and early_ratio "
+                            "in [0, 1] (got trial " + std::to_string(fb.trial_rounds) + ", early " +
+                            std::to_string(fb.early_rounds) + " at " + std::to_string(fb.early_ratio) + ", plain " +
+                            std::to_string(fb.plain_rounds) +
+                            ", recheck " + std::to_string(fb.recheck_rounds) + ", backoff " +
+                            std::to_string(fb.backoff_min) + ".." + std::to_string(fb.backoff_max) + ")");
+  }
   if (opts.n_ctx < 0) return invalid_argument("[speculative] n_ctx must be >= 0 (0 = the package default)");
   if (opts.n_threads < 0 || opts.n_threads > 512) return invalid_argument("[speculative] n_threads must be 0..512");
   if (opts.n_batch < 0) return invalid_argument("[speculative] n_batch must be >= 0");
@@ -59,7 +69,7 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
     return invalid_argument("[speculative] --spec draft needs a draft model (-md DRAFT.pocket)");
   }
 
-  std::unique_ptr<SpeculativeSession> s(new SpeculativeSession(spec.draft_max, spec.adaptive));
+  std::unique_ptr<SpeculativeSession> s(new SpeculativeSession(spec.draft_max, spec.adaptive, spec.fallback));
   s->model_ = target;
   const int threads = opts.n_threads > 0 ? opts.n_threads : ThreadPool::default_threads();
   const int64_t rows = spec.draft_max + 1;
@@ -192,6 +202,7 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
   if (!first) return finish(first.status());
   int32_t next = *first;
   int32_t* const draft = batch_.data() + 1;
+  fallback_.restart();
   for (;;) {
     if (deliver(next) == Step::kStop) {
       if (st.stop != StopReason::kStopToken) pending_ = next;  // emitted, evaluated by the next call
@@ -206,8 +217,12 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
       pending_ = next;
       return finish(Status(ErrorCode::kCancelled, "[generate] cancelled"));
     }
-    // Draft: at most k, no more rows than the context holds after `next`, no more tokens than are wanted.
-    int64_t k = drafter_ ? draft_len_.current() : 0;
+    // Draft: at most k, no more rows than the context holds after `next`, no more tokens than are wanted;
+    // none while speculation is measured slower than plain decoding.
+    const auto round_start = Clock::now();
+    const int64_t emitted_before = st.n_generated;
+    const bool speculate = fallback_.speculate();
+    int64_t k = drafter_ && speculate ? draft_len_.current() : 0;
     k = std::min<int64_t>(k, n_ctx - n_past() - 1);
     if (opts.n_predict > 0) k = std::min<int64_t>(k, opts.n_predict - st.n_generated);
     history_.push_back(next);  // the context the drafter continues (capacity n_ctx: no reallocation)
@@ -231,6 +246,7 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
       return finish(fs);
     }
     ++spec_stats_.n_passes;
+    if (!speculate) ++spec_stats_.n_plain;
     spec_stats_.n_drafted += nd;
     // Accept: row i holds the target's distribution after history_ + draft[0..i). Draw from it; while the
     // draw equals the draft token the next row is valid too. The first draw that differs (or the draw from
@@ -264,6 +280,8 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
       draft_len_.update(nd, matched);
     }
     if (done) break;
+    // This round's tokens: those delivered plus `next`, chosen here and delivered at the top of the loop.
+    fallback_.record(st.n_generated - emitted_before + 1, seconds_since(round_start));
   }
   st.decode_seconds = seconds_since(t1);
   if (stream_.pending() > 0) {

@@ -15,6 +15,7 @@
 #include "speculative/draft_length.h"
 #include "speculative/drafter.h"
 #include "speculative/ngram_drafter.h"
+#include "speculative/spec_fallback.h"
 
 namespace pocket {
 
@@ -28,6 +29,7 @@ struct SpeculativeOptions {
   SpecMethod method = SpecMethod::kNgram;
   int32_t draft_max = 8;   // k, the longest draft: 1..kMaxDraft (0 or more is refused)
   bool adaptive = true;    // shrink/grow k with acceptance (draft_length.h); false: always draft_max
+  SpecFallbackOptions fallback;  // decode plainly while speculation is measured slower (spec_fallback.h)
   NgramOptions ngram;
   std::shared_ptr<const Model> draft_model;  // kDraftModel: an already loaded draft, or
   std::string draft_model_path;              // ... the package to load
@@ -38,6 +40,7 @@ struct SpecStats {
   int64_t n_passes = 0;    // target forward passes in decode, each a verify batch of 1 + drafted rows
   int64_t n_drafted = 0;   // draft tokens sent to verification
   int64_t n_accepted = 0;  // draft tokens the target accepted
+  int64_t n_plain = 0;     // passes decoded plainly because speculation was measured slower (or to measure)
   // Tokens each target pass yields: its accepted drafts plus the one the target itself picks.
   double tokens_per_pass() const { return n_passes > 0 ? static_cast<double>(n_accepted + n_passes) / n_passes : 0.0; }
   double acceptance_rate() const { return n_drafted > 0 ? static_cast<double>(n_accepted) / n_drafted : 0.0; }
@@ -69,11 +72,13 @@ class SpeculativeSession {
   const MemoryPlan& plan() const { return transformer_->plan(); }
   const std::vector<int32_t>& history() const { return history_; }
   const SpecStats& spec_stats() const { return spec_stats_; }
+  const SpecFallback& fallback() const { return fallback_; }
   const Drafter* drafter() const { return drafter_.get(); }  // null for SpecMethod::kNone
   int32_t draft_max() const { return draft_max_; }
 
  private:
-  explicit SpeculativeSession(int32_t k_max, bool adaptive) : draft_len_(k_max, adaptive), draft_max_(k_max) {}
+  SpeculativeSession(int32_t k_max, bool adaptive, const SpecFallbackOptions& fallback)
+      : draft_len_(k_max, adaptive), fallback_(fallback), draft_max_(k_max) {}
   bool is_stop_token(int32_t id) const;
 
   std::shared_ptr<const Model> model_;
@@ -81,6 +86,7 @@ class SpeculativeSession {
   std::unique_ptr<Transformer> transformer_;
   std::unique_ptr<Drafter> drafter_;
   AdaptiveDraftLength draft_len_;
+  SpecFallback fallback_;
   int32_t draft_max_;
   std::vector<int32_t> history_;  // evaluated tokens, reserved to n_ctx at creation
   std::vector<int32_t> batch_;    // [1 + kMaxDraft]: the pending token then the draft

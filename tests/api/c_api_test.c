@@ -113,11 +113,12 @@ int main(int argc, char** argv) {
   CHECK(c3.len == c.len && memcmp(c3.text, c.text, c.len) == 0); /* greedy: same text as the first run */
 
   /* Speculative decoding: k out of 1..16 and a draft method without a draft model are refused; prompt
-   * lookup and a draft model (here the model itself) give the plain greedy text. */
+   * lookup and a draft model (here the model itself) give the plain greedy text, with or without the
+   * fallback to plain rounds. */
   {
     pocket_session* spec = NULL;
     sp = pocket_session_default_params();
-    CHECK(sp.spec_method == POCKET_SPEC_NONE && sp.draft_max == 8);
+    CHECK(sp.spec_method == POCKET_SPEC_NONE && sp.draft_max == 8 && sp.spec_fallback == 1);
     sp.spec_method = POCKET_SPEC_NGRAM;
     sp.draft_max = 0;
     CHECK(pocket_session_create(model, &sp, &spec) == POCKET_ERR_INVALID_ARGUMENT);
@@ -128,8 +129,10 @@ int main(int argc, char** argv) {
     sp.draft_max = 4;
     CHECK(pocket_session_create(model, &sp, &spec) == POCKET_ERR_INVALID_ARGUMENT);
     CHECK(strstr(pocket_last_error(), "draft model") != NULL);
-    for (int method = POCKET_SPEC_NGRAM; method <= POCKET_SPEC_DRAFT; ++method) {
+    for (int run = 0; run < 4; ++run) { /* both methods, with the fallback to plain rounds on and off */
+      const int method = run % 2 == 0 ? POCKET_SPEC_NGRAM : POCKET_SPEC_DRAFT;
       sp.spec_method = method;
+      sp.spec_fallback = run < 2;
       sp.draft_model = model_path;
       CHECK(pocket_session_create(model, &sp, &spec) == POCKET_OK);
       if (spec == NULL) continue;

@@ -58,6 +58,7 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   spec.method = *method;
   spec.draft_max = a.draft_max;
   spec.draft_model_path = a.draft_model;
+  spec.fallback.enabled = a.fallback;
   auto plain = Session::create(*model, so);
   if (!plain) return report("bench", plain.status());
   auto specs = SpeculativeSession::create(*model, so, spec);
@@ -125,6 +126,9 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
                               {"speedup", p > 0 ? s / p : 0.0},
                               {"tokens_per_pass", ss.tokens_per_pass()},
                               {"acceptance_rate", ss.acceptance_rate()},
+                              {"passes", ss.n_passes},
+                              {"plain_passes", ss.n_plain},
+                              {"fallback", a.fallback},
                               {"outputs_identical", same},
                               {"verify_rows", rows},
                               {"verify_ms", mk * 1e3},
@@ -136,7 +140,9 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   std::printf("| tg%s plain | %.2f | 1.00 | - | 1.00x |\n", N.c_str(), p);
   std::printf("| tg%s spec=%s k=%d | %.2f | %.2f | %.1f%% | %.2fx |\n", N.c_str(), a.method.c_str(), a.draft_max, s,
               ss.tokens_per_pass(), 100.0 * ss.acceptance_rate(), p > 0 ? s / p : 0.0);
-  std::printf("\nprompt %zu tokens; outputs %s\n", prompt.size(), same ? "identical (lossless)" : "DIFFER");
+  std::printf("\nprompt %zu tokens; outputs %s; last run: %lld target passes, %lld of them plain (fallback)\n",
+              prompt.size(), same ? "identical (lossless)" : "DIFFER", static_cast<long long>(ss.n_passes),
+              static_cast<long long>(ss.n_plain));
   std::printf("verify pass of %lld rows at depth %lld: %.3f ms vs one decode step %.3f ms = %.2fx\n",
               static_cast<long long>(rows), static_cast<long long>(depth), mk * 1e3, m1 * 1e3, m1 > 0 ? mk / m1 : 0.0);
   return same ? 0 : 1;

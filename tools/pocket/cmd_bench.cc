@@ -29,6 +29,7 @@ struct BenchArgs {
   std::string spec = "none", draft_model, prompt_file;  // speculative rows (bench_spec.h)
   int draft_max = 8;
   bool spec_only = false;
+  bool no_spec_fallback = false;
 };
 
 SpecBenchArgs spec_args(const BenchArgs& a) {
@@ -38,6 +39,7 @@ SpecBenchArgs spec_args(const BenchArgs& a) {
   s.draft_model = a.draft_model;
   s.prompt_file = a.prompt_file;
   s.draft_max = a.draft_max;
+  s.fallback = !a.no_spec_fallback;
   s.n_prompt = a.n_prompt;
   s.n_gen = a.n_gen;
   s.reps = a.reps;
@@ -239,6 +241,8 @@ void register_bench(CLI::App& app) {
   c->add_option("--model-draft", a->draft_model, "Draft model for --spec draft (same tokenizer; also -md)");
   c->add_option("-f,--file", a->prompt_file, "Prompt text for the speculative rows (default: -p random tokens)");
   c->add_flag("--spec-only", a->spec_only, "Only the speculative rows");
+  c->add_flag("--no-spec-fallback", a->no_spec_fallback,
+              "Always speculate (default: decode plainly while speculation is measured slower)");
   c->callback([a] {
     if (int rc = bench(*a); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -29,6 +29,7 @@ struct RunArgs {
   std::string system;
   std::string spec = "none", draft_model;  // speculative decoding (src/speculative)
   int draft_max = 8;
+  bool no_spec_fallback = false;
 };
 
 int run(const RunArgs& a) {
@@ -62,6 +63,7 @@ int run(const RunArgs& a) {
     spec.method = *method;
     spec.draft_max = a.draft_max;
     spec.draft_model_path = a.draft_model;
+    spec.fallback.enabled = !a.no_spec_fallback;
     auto session = SpeculativeSession::create(*model, so, spec);
     if (!session) return report("run", session.status());
     specs = std::move(*session);
@@ -117,9 +119,10 @@ int run(const RunArgs& a) {
   if (specs) {
     const SpecStats& ss = specs->spec_stats();
     std::fprintf(stderr, "speculative (%s, k <= %d): %lld target passes, %.2f tokens per pass, %lld of %lld drafted "
-                 "tokens accepted (%.1f%%)\n", a.spec.c_str(), a.draft_max, static_cast<long long>(ss.n_passes),
-                 ss.tokens_per_pass(), static_cast<long long>(ss.n_accepted), static_cast<long long>(ss.n_drafted),
-                 100.0 * ss.acceptance_rate());
+                 "tokens accepted (%.1f%%); %lld passes plain (speculation measured slower)\n", a.spec.c_str(),
+                 a.draft_max, static_cast<long long>(ss.n_passes), ss.tokens_per_pass(),
+                 static_cast<long long>(ss.n_accepted), static_cast<long long>(ss.n_drafted),
+                 100.0 * ss.acceptance_rate(), static_cast<long long>(ss.n_plain));
   }
   return 0;
 }
@@ -153,6 +156,8 @@ void register_run(CLI::App& app) {
       ->check(CLI::IsMember({"none", "ngram", "draft"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k, 1..16 (adapted down when acceptance drops)");
   c->add_option("--model-draft", a->draft_model, "Draft model for --spec draft: a .pocket with the same tokenizer (-md)");
+  c->add_flag("--no-spec-fallback", a->no_spec_fallback,
+              "Always speculate (default: decode plainly while speculation is measured slower)");
   c->callback([a] {
     if (a->prompt.empty() && a->prompt_file.empty()) {
       std::fprintf(stderr, "pocket run: give a prompt with -p TEXT or -f FILE\n");
