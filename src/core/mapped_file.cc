@@ -110,6 +110,12 @@ Expected<MappedFile> MappedFile::open(const std::string& path, FileLoad how) {
       ::close(fd);
       return io_error("[mmap] cannot map '" + path + "': " + std::strerror(e));
     }
+    // Ask for the mapping to be backed by huge pages where the page cache holds 2 MiB folios (the kernel
+    // then maps them with one PMD entry: 80 page walks per pass over pocket-0.3b instead of 40,000, and the
+    // prefetchers do not stop every 4 KiB). Filesystems with large folios fill a VM_HUGEPAGE mapping's page
+    // cache in 2 MiB folios when it is first read through the mapping; pages already cached in small folios
+    // stay 4 KiB. A hint: ignored where unsupported, and nothing changes but the page size.
+    if (size >= kHugePageBytes) (void)madvise(p, size, MADV_HUGEPAGE);
     f.map_ = p;
     f.map_len_ = size;
     f.data_ = static_cast<const uint8_t*>(p);

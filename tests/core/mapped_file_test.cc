@@ -48,6 +48,40 @@ TEST(MappedFile, ReadAndMapGiveTheSameBytes) {
   }
 }
 
+// The VmFlags line of the mapping that contains `addr` in /proc/self/smaps ("" when not found).
+std::string vm_flags_of(const void* addr) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  while (std::getline(in, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
+      inside = a >= lo && a < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// A mapped package of 2 MiB or more asks for huge pages (MADV_HUGEPAGE: "hg" in the mapping's VmFlags), so
+// the kernel maps its 2 MiB page-cache folios with one entry each; smaller files are left alone.
+TEST(MappedFile, LargeMappingsAskForHugePages) {
+  if (!std::ifstream("/proc/self/smaps")) GTEST_SKIP() << "no /proc/self/smaps on this system";
+  testing::TempDir dir;
+  for (size_t n : {size_t{4} << 20, size_t{64} << 10}) {
+    const std::string path = dir.file("h" + std::to_string(n));
+    testing::write_file(path, random_bytes(n, 7));
+    auto f = MappedFile::open(path, FileLoad::kMap);
+    ASSERT_TRUE(f) << f.status().to_string();
+    const std::string flags = vm_flags_of(f->data());
+    ASSERT_FALSE(flags.empty()) << "mapping not found in /proc/self/smaps";
+    if (n >= (size_t{2} << 20)) EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+    else EXPECT_EQ(flags.find(" hg"), std::string::npos) << flags;
+  }
+}
+
 TEST(MappedFile, ErrorsNameThePathInBothModes) {
   testing::TempDir dir;
   for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
