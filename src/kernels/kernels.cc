@@ -160,14 +160,16 @@ void attention(ThreadPool& pool, float* out, const float* q, const uint16_t* k, 
   const auto fn = active().attention;
   assert(s.head_dim <= kMaxHeadDim && s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 &&
          s.n_heads / s.n_kv_heads <= kMaxGroup);
-  // Causal rows grow in cost with their index, so the pool's contiguous slices are mapped zig-zag onto
-  // query rows (0, m-1, 1, m-2, ...): every slice gets an even mix of short and long rows.
+  // Units of up to kAttentionRows consecutive rows of one kv head (the kernel converts each key/value tile
+  // once for them). Causal rows grow in cost with their index, so the pool's contiguous slices are mapped
+  // zig-zag onto row blocks (0, last, 1, last - 1, ...): every slice gets an even mix of short and long rows.
   const int64_t m = s.m, nkv = s.n_kv_heads;
-  pool.run(m * nkv, [&](int64_t b, int64_t e, int) {
+  const int64_t nblk = (m + kAttentionRows - 1) / kAttentionRows;
+  pool.run(nblk * nkv, [&](int64_t b, int64_t e, int) {
     for (int64_t u = b; u < e; ++u) {
-      const int64_t p = u / nkv, row = p % 2 == 0 ? p / 2 : m - 1 - p / 2;
-      const int64_t t = row * nkv + u % nkv;
-      fn(out, q, k, v, s, t, t + 1);
+      const int64_t p = u / nkv, blk = p % 2 == 0 ? p / 2 : nblk - 1 - p / 2, kvh = u % nkv;
+      const int64_t r0 = blk * kAttentionRows, r1 = std::min(m, r0 + kAttentionRows);
+      fn(out, q, k, v, s, kvh * m + r0, kvh * m + r1);
     }
   });
 }

@@ -36,6 +36,7 @@ struct AttentionShape {
 };
 inline constexpr int64_t kMaxHeadDim = 256;
 inline constexpr int64_t kMaxGroup = 16;  // n_heads / n_kv_heads
+inline constexpr int64_t kAttentionRows = 16;  // rows of one kv head per attention call from the pool wrapper
 
 // Quantised weights x int8 activations: Y[i, r] = sum_k W[r, k] * X[i, k] for i in [0, m), r in [r0, r1).
 // w: [rows, n] blocks; x: [m, act_blocks(n)] ActBlocks; y[i * ldy + r]. Each weight block is read from
@@ -66,8 +67,10 @@ struct KernelTable {
   void (*swiglu)(float* gate, const float* up, int64_t n) = nullptr;  // gate = silu(gate) * up
   // Causal GQA attention, flash style (online softmax over key tiles; no [m, n_ctx] score matrix).
   // q: [m, n_heads, head_dim] f32; k, v: [n_ctx, n_kv_heads, head_dim] f16 (n_ctx >= pos0 + m);
-  // out: [m, n_heads, head_dim] f32. Tasks t in [t0, t1) of m * n_kv_heads: row t / n_kv_heads, kv head
-  // t % n_kv_heads, with all the query heads that share it.
+  // out: [m, n_heads, head_dim] f32. Tasks t in [t0, t1) of n_kv_heads * m, kv head major: kv head t / m and
+  // row t % m, with all the query heads that share the kv head. A range of consecutive rows of one kv head
+  // may share each converted key/value tile among its rows; every row's result is bitwise the same however
+  // the tasks are split (a decode step's row equals the same row of a verify batch).
   void (*attention)(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
                     int64_t t0, int64_t t1) = nullptr;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -174,6 +175,33 @@ TEST(Attention, EveryTableMatchesRef) {
       std::fill(got.begin(), got.end(), NAN);
       available(ti).attention(got.data(), a.q.data(), a.k.data(), a.v.data(), a.s, 0, c.m * c.nkv);
       for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << available(ti).name << " " << i;
+    }
+  }
+}
+
+// Every row's output is bitwise the same however the tasks are split: one task per call (a decode step's
+// row), runs of rows of one kv head (the pool wrapper's blocks, which share converted key/value tiles), or
+// everything at once. Speculative verification relies on it: a verified row equals the decode step's.
+TEST(Attention, RowsAreBitwiseIndependentOfTheSplit) {
+  for (int ti = 0; ti < n_available(); ++ti) {
+    uint32_t seed = 90;
+    for (const AttnCase& c : kAttnCases) {
+      const Attn a = make_attn(c.m, c.pos0, c.nh, c.nkv, c.hd, seed++);
+      const auto& fn = available(ti).attention;
+      const int64_t n = c.m * c.nkv;
+      std::vector<float> all(static_cast<size_t>(c.m * c.nh * c.hd), NAN), one(all.size(), NAN), ragged(all.size(), NAN);
+      fn(all.data(), a.q.data(), a.k.data(), a.v.data(), a.s, 0, n);
+      for (int64_t t = 0; t < n; ++t) fn(one.data(), a.q.data(), a.k.data(), a.v.data(), a.s, t, t + 1);
+      std::mt19937 rng(seed);
+      for (int64_t t = 0; t < n;) {  // random runs, crossing kv heads too
+        const int64_t e = std::min<int64_t>(n, t + 1 + static_cast<int64_t>(rng() % 23));
+        fn(ragged.data(), a.q.data(), a.k.data(), a.v.data(), a.s, t, e);
+        t = e;
+      }
+      EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * sizeof(float)), 0)
+          << available(ti).name << " m " << c.m << " pos0 " << c.pos0;
+      EXPECT_EQ(std::memcmp(all.data(), ragged.data(), all.size() * sizeof(float)), 0)
+          << available(ti).name << " m " << c.m << " pos0 " << c.pos0;
     }
   }
 }

@@ -50,7 +50,7 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
   float row[kMaxHeadDim];
   float run_max[kMaxGroup], run_sum[kMaxGroup];
   for (int64_t t = t0; t < t1; ++t) {
-    const int64_t qi = t / s.n_kv_heads, kvh = t % s.n_kv_heads;
+    const int64_t qi = t % s.m, kvh = t / s.m;
     const int64_t n_keys = s.pos0 + qi + 1;
     const float* qg = q + (qi * s.n_heads + kvh * g) * hd;
     float* og = out + (qi * s.n_heads + kvh * g) * hd;

@@ -19,7 +19,7 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
   float score[kMaxGroup][kKeyTile];
   float run_max[kMaxGroup], run_sum[kMaxGroup];
   for (int64_t t = t0; t < t1; ++t) {
-    const int64_t row = t / s.n_kv_heads, kvh = t % s.n_kv_heads;
+    const int64_t row = t % s.m, kvh = t / s.m;
     const int64_t n_keys = s.pos0 + row + 1;  // causal: keys 0 .. pos0 + row
     const float* qg = q + (row * s.n_heads + kvh * g) * hd;  // [g, hd]
     float* og = out + (row * s.n_heads + kvh * g) * hd;      // [g, hd], the running numerators
