@@ -50,6 +50,9 @@ void MappedFile::reset() {
 
 namespace {
 
+// MADV_POPULATE_READ (Linux 5.14); defined here for older headers. Older kernels answer EINVAL: ignored.
+constexpr int kMadvPopulateRead = 22;
+
 // Reads size bytes of fd into a fresh huge-page-aligned anonymous mapping (core/huge_pages.h), read-only after.
 Status read_into_memory(int fd, const std::string& path, uint64_t size, void** map, uint64_t* map_len,
                         const uint8_t** data) {
@@ -116,6 +119,11 @@ Expected<MappedFile> MappedFile::open(const std::string& path, FileLoad how) {
     // cache in 2 MiB folios when it is first read through the mapping; pages already cached in small folios
     // stay 4 KiB. A hint: ignored where unsupported, and nothing changes but the page size.
     if (size >= kHugePageBytes) (void)madvise(p, size, MADV_HUGEPAGE);
+    // Fault the whole file in now, in order (Linux 5.14+; a hint elsewhere): every page of a model is read
+    // by its first forward pass anyway, and faults in use order (a layer's tensors, an embedding row) leave
+    // parts of a cold cache in small folios: pocket-0.3b had 92 of 158.5 MiB in 2 MiB pages after a bench
+    // run without this and all of it with it; 0.18 s at open from a cold cache, nothing when cached.
+    if (how == FileLoad::kMap) (void)madvise(p, size, kMadvPopulateRead);
     f.map_ = p;
     f.map_len_ = size;
     f.data_ = static_cast<const uint8_t*>(p);

@@ -12,7 +12,10 @@ namespace pocket {
 
 // How a file's bytes come into memory.
 enum class FileLoad {
-  kMap,   // mmap: pages shared with the page cache and other processes, loaded on first touch, evictable
+  kMap,   // mmap: pages shared with the page cache and other processes, evictable; huge pages requested and the
+          // whole file faulted in at open (MADV_POPULATE_READ, like llama.cpp's MAP_POPULATE): one sequential
+          // read on a cold cache, whose 2 MiB folios are then mapped with one entry each
+  kMapLazy,  // mmap, pages loaded on first touch (readers of a header: inspect, plan)
   kRead,  // read into a 2 MiB-aligned anonymous mapping with transparent huge pages requested (madvise):
           // fewer TLB misses, and hardware prefetchers that stop at 4 KiB page ends run across the weights;
           // costs a full read at open and memory the kernel cannot evict (llama.cpp's --no-mmap)

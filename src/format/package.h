@@ -136,6 +136,7 @@ class Package {
 
   uint32_t version() const { return version_; }
   uint64_t file_size() const { return bytes_.size(); }
+  std::span<const uint8_t> bytes() const { return bytes_; }  // the whole file, as mapped or read
   const std::string& path() const { return path_; }
   const std::vector<SectionEntry>& sections() const { return sections_; }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/mapped_file.h"
+#include "core/process_memory.h"
 #include "test_util.h"
 
 namespace pocket {
@@ -30,7 +31,7 @@ TEST(MappedFile, ReadAndMapGiveTheSameBytes) {
     const std::string path = dir.file("f" + std::to_string(n));
     const auto want = random_bytes(n, static_cast<uint32_t>(n));
     testing::write_file(path, want);
-    for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
+    for (FileLoad how : {FileLoad::kMap, FileLoad::kMapLazy, FileLoad::kRead}) {
       auto f = MappedFile::open(path, how);
       ASSERT_TRUE(f) << f.status().to_string();
       ASSERT_EQ(f->size(), n);
@@ -65,6 +66,23 @@ std::string vm_flags_of(const void* addr) {
   return "";
 }
 
+// Resident bytes (Rss) of the mapping that contains `addr` in /proc/self/smaps (0 when not found).
+size_t resident_bytes_of(const void* addr) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  while (std::getline(in, line)) {
+    unsigned long lo = 0, hi = 0, kb = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
+      inside = a >= lo && a < hi;
+      continue;
+    }
+    if (inside && std::sscanf(line.c_str(), "Rss: %lu kB", &kb) == 1) return kb * 1024;
+  }
+  return 0;
+}
+
 // A mapped package of 2 MiB or more asks for huge pages (MADV_HUGEPAGE: "hg" in the mapping's VmFlags), so
 // the kernel maps its 2 MiB page-cache folios with one entry each; smaller files are left alone.
 TEST(MappedFile, LargeMappingsAskForHugePages) {
@@ -76,10 +94,33 @@ TEST(MappedFile, LargeMappingsAskForHugePages) {
     auto f = MappedFile::open(path, FileLoad::kMap);
     ASSERT_TRUE(f) << f.status().to_string();
     const std::string flags = vm_flags_of(f->data());
+    // kMap faulted the whole file in at open: it is resident before anything reads it.
+    if (n >= (size_t{2} << 20)) EXPECT_GE(resident_bytes_of(f->data()), n - 4096) << flags;
     ASSERT_FALSE(flags.empty()) << "mapping not found in /proc/self/smaps";
     if (n >= (size_t{2} << 20)) EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
     else EXPECT_EQ(flags.find(" hg"), std::string::npos) << flags;
   }
+}
+
+// read_huge_pages finds the mapping that holds an address and reports its size and huge-page bytes (what
+// `pocket bench` prints for the package); nothing for an address no mapping holds.
+TEST(MappedFile, HugePageReadingFindsTheMapping) {
+  if (!std::ifstream("/proc/self/smaps")) GTEST_SKIP() << "no /proc/self/smaps on this system";
+  testing::TempDir dir;
+  const std::string path = dir.file("r");
+  const size_t n = size_t{6} << 20;
+  testing::write_file(path, random_bytes(n, 3));
+  for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
+    auto f = MappedFile::open(path, how);
+    ASSERT_TRUE(f) << f.status().to_string();
+    const HugePageReading r = read_huge_pages(f->data() + n / 2);
+    EXPECT_GE(r.mapping_bytes, n);
+    EXPECT_LE(r.mapping_bytes, n + (size_t{4} << 20));  // the file, or the aligned copy and its slack
+    EXPECT_LE(r.huge_bytes, r.mapping_bytes);
+  }
+  const HugePageReading none = read_huge_pages(nullptr);
+  EXPECT_EQ(none.mapping_bytes, 0u);
+  EXPECT_EQ(none.huge_bytes, 0u);
 }
 
 TEST(MappedFile, ErrorsNameThePathInBothModes) {

@@ -153,6 +153,9 @@ int bench(const BenchArgs& a) {
   }
   if (!ok) return report("bench", Status(ErrorCode::kInternal, "[bench] a forward pass failed"));
   const MemoryReading after = read_process_memory();
+  // After the runs every weight page has been touched: how much of the package the kernel maps with 2 MiB
+  // pages (decode streams it all each token; 4 KiB pages cost page walks and stop the prefetchers).
+  const HugePageReading huge = read_huge_pages((*model)->package().bytes().data());
   const uint64_t peak_increase = after.peak_rss_bytes > baseline.rss_bytes ? after.peak_rss_bytes - baseline.rss_bytes : 0;
 
   BandwidthResult bw;
@@ -184,6 +187,8 @@ int bench(const BenchArgs& a) {
                            {"tps_mean", r.mean()}, {"tps_sd", r.sd()}, {"samples", r.tps}});
     }
     j["peak_rss_increase_bytes"] = peak_increase;
+    j["weights_load"] = a.no_mmap ? "read" : "mmap";
+    j["package_huge_page_bytes"] = huge.huge_bytes;
     j["plan"] = {{"weights", t.plan().weights}, {"kv_cache", t.plan().kv_cache},
                  {"activations", t.plan().activations}, {"logits", t.plan().logits}, {"total", t.plan().total()}};
     j["bandwidth_gb_s"] = bw.gb_per_s;
@@ -207,6 +212,15 @@ int bench(const BenchArgs& a) {
   }
   std::printf("\npeak memory increase: %s measured (plan: weights %s + session %s)\n", format_bytes(peak_increase).c_str(),
               format_bytes(t.plan().weights).c_str(), format_bytes(t.plan().session_total()).c_str());
+  if (huge.mapping_bytes > 0) {
+    const double file_mib = size_mib, huge_mib = static_cast<double>(huge.huge_bytes) / (1024.0 * 1024.0);
+    std::printf("package %s: %.1f of %.1f MiB in 2 MiB pages (%.0f%%)%s\n", a.no_mmap ? "read" : "mapped", huge_mib,
+                file_mib, 100.0 * std::min(1.0, huge_mib / file_mib),
+                !a.no_mmap && file_mib >= 16.0 && huge_mib < 0.5 * file_mib
+                    ? "; the page cache holds most of it in 4 KiB pages (a recently written file does until it is "
+                      "evicted and read again), --no-mmap gets 2 MiB pages"
+                    : "");
+  }
   if (bw.gb_per_s > 0) {
     std::printf("decode roofline: %.2f GB/s read (probe, %d threads) / %s per token = %.1f tok/s; tg at %.0f%% of it\n",
                 bw.gb_per_s, threads, format_bytes(bytes_per_token).c_str(), roofline,

@@ -13,7 +13,9 @@ namespace pocket::cli {
 namespace {
 
 int inspect(const std::string& path, bool tensors) {
-  auto pkg = Package::open(path);
+  OpenOptions lazy;
+  lazy.load = FileLoad::kMapLazy;  // the header, sections and directory only: do not fault the weights in
+  auto pkg = Package::open(path, lazy);
   if (!pkg) return report("inspect", pkg.status());
   std::printf("file        %s\nsize        %llu bytes (%s)\nversion     %u\n", path.c_str(),
               static_cast<unsigned long long>(pkg->file_size()), format_bytes(pkg->file_size()).c_str(), pkg->version());

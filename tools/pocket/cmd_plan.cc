@@ -24,7 +24,9 @@ void register_plan(CLI::App& app) {
   c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("--mem-budget", a->budget_mb, "Check the plan against this many MiB (exit 1 if over)");
   c->callback([a] {
-    auto pkg = Package::open(a->model);
+    OpenOptions lazy;
+    lazy.load = FileLoad::kMapLazy;  // the descriptor only
+    auto pkg = Package::open(a->model, lazy);
     if (!pkg) throw CLI::RuntimeError(report("plan", pkg.status()));
     auto h = HParams::from_json(pkg->descriptor_json());
     if (!h) throw CLI::RuntimeError(report("plan", h.status()));
