@@ -43,9 +43,12 @@ const char* pocket_status_name(pocket_status status);
 pocket_status pocket_model_load(const char* path, pocket_model** out);
 
 typedef struct pocket_model_params {
-  /* 1 (default): map the file (pages shared with the page cache, loaded on first use, evictable).
+  /* 1 (default): map the file (pages shared with the page cache, evictable), huge pages requested and all
+   * of it faulted in at load (one sequential read on a cold cache; where the page cache holds it in 2 MiB
+   * folios, decode runs as fast as with 0).
    * 0: read it into anonymous memory with transparent huge pages requested: a slower open and memory the
-   * system cannot evict, for faster decode (fewer TLB misses; docs/performance.md, "--no-mmap"). */
+   * system cannot evict, huge pages even for a file the page cache holds in small pages (docs/performance.md,
+   * "Loading"). */
   int32_t use_mmap;
 } pocket_model_params;
 pocket_model_params pocket_model_default_params(void);
