@@ -1,6 +1,6 @@
 // AVX2 flash-style attention over an f16 KV cache: the same tiling and online softmax as ref/attention_ref.cc.
 // Per key tile, the K and V rows are converted to f32 once (F16C) into L1 buffers shared by all query heads
-// of the GQA group. Scores are computed 8 keys at a time (8 accumulators, then one transposing reduction
+// of the GQA group and all rows of the call's block (kernels/attention_blocks.h). Scores are computed 8 keys at a time (8 accumulators, then one transposing reduction
 // instead of 8 horizontal sums), and P·V keeps each 64-wide slice of the output in registers across the
 // whole tile instead of loading and storing it once per key.
 #include <immintrin.h>
@@ -8,13 +8,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_blocks.h"
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/math_avx2.h"
 
 namespace pocket::kernels::avx2 {
 namespace {
-
-constexpr int64_t kKeyTile = 64;
 
 inline void f16_row(float* out, const uint16_t* in, int64_t n) {
   int64_t e = 0;
@@ -87,74 +86,42 @@ inline void pv(float* o, float c, const float* p, const float* vf, int64_t hd, i
   }
 }
 
-// Rows [r0, r1) (at most kAttentionRows) of kv head kvh: each key/value tile is converted once for all of
-// them. Per row the arithmetic is the one-row computation's (same tiles, same order), so results do not
-// depend on how rows are grouped.
-void attention_rows(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
-                           int64_t kvh, int64_t r0, int64_t r1) {
-  const int64_t hd = s.head_dim, g = s.n_heads / s.n_kv_heads, kv_stride = s.n_kv_heads * hd;
-  alignas(32) float sc[kKeyTile];
-  alignas(32) float kf[kKeyTile * kMaxHeadDim];
-  alignas(32) float vf[kKeyTile * kMaxHeadDim];
-  float run_max[kAttentionRows][kMaxGroup], run_sum[kAttentionRows][kMaxGroup];
-  for (int64_t r = r0; r < r1; ++r) {
-    std::fill(out + (r * s.n_heads + kvh * g) * hd, out + (r * s.n_heads + kvh * g + g) * hd, 0.0f);
-    std::fill(run_max[r - r0], run_max[r - r0] + g, -INFINITY);
-    std::fill(run_sum[r - r0], run_sum[r - r0] + g, 0.0f);
+struct Avx2Ops {
+  static void f16_row(float* out, const uint16_t* in, int64_t n) { avx2::f16_row(out, in, n); }
+  static void scale(float* y, float c, int64_t n) {
+    for (int64_t e = 0; e < n; ++e) y[e] *= c;
   }
-  const int64_t keys_max = s.pos0 + r1;  // the last row's causal keys
-  for (int64_t j0 = 0; j0 < keys_max; j0 += kKeyTile) {
-    const int64_t nt_max = std::min(kKeyTile, keys_max - j0);
-    for (int64_t j = 0; j < nt_max; ++j) {
-      f16_row(kf + j * hd, k + (j0 + j) * kv_stride + kvh * hd, hd);
-      f16_row(vf + j * hd, v + (j0 + j) * kv_stride + kvh * hd, hd);
-    }
-    for (int64_t r = std::max(r0, j0 - s.pos0); r < r1; ++r) {  // rows with keys in this tile
-      const int64_t nt = std::min(kKeyTile, s.pos0 + r + 1 - j0);
-      const float* qg = q + (r * s.n_heads + kvh * g) * hd;
-      float* og = out + (r * s.n_heads + kvh * g) * hd;
-      float* rmax = run_max[r - r0];
-      float* rsum = run_sum[r - r0];
-      for (int64_t h = 0; h < g; ++h) {
-        scores(sc, qg + h * hd, kf, hd, nt, s.scale);
-        for (int64_t j = nt; j < (nt + 7) / 8 * 8; ++j) sc[j] = -INFINITY;  // pad the last vector
-        __m256 vm = _mm256_set1_ps(rmax[h]);
-        for (int64_t j = 0; j < nt; j += 8) vm = _mm256_max_ps(vm, _mm256_load_ps(sc + j));
-        const float mx = hmax8(vm);
-        const float c = std::exp(rmax[h] - mx);  // 0 on the first tile
-        const __m256 vmx = _mm256_set1_ps(mx);
-        __m256 vs = _mm256_setzero_ps();
-        for (int64_t j = 0; j < nt; j += 8) {
-          const __m256 p = exp8(_mm256_sub_ps(_mm256_load_ps(sc + j), vmx));  // padded lanes -> 0
-          _mm256_store_ps(sc + j, p);
-          vs = _mm256_add_ps(vs, p);
-        }
-        rsum[h] = rsum[h] * c + hsum8(vs);
-        rmax[h] = mx;
-        pv(og + h * hd, c, sc, vf, hd, nt);
-      }
-    }
-  }
-  for (int64_t r = r0; r < r1; ++r) {
-    float* og = out + (r * s.n_heads + kvh * g) * hd;
+  // The g heads of one row against nt keys of the converted tile: scores 8 keys at a time, the running max
+  // and sum rescaled, P·V into the row's numerators.
+  static void row_tile(const float* qg, float* og, float* rmax, float* rsum, const float* kf, const float* vf,
+                       int64_t g, int64_t hd, int64_t nt, float scale_qk) {
+    alignas(32) float sc[kAttentionKeyTile];
     for (int64_t h = 0; h < g; ++h) {
-      const float inv = 1.0f / run_sum[r - r0][h];
-      for (int64_t e = 0; e < hd; ++e) og[h * hd + e] *= inv;
+      scores(sc, qg + h * hd, kf, hd, nt, scale_qk);
+      for (int64_t j = nt; j < (nt + 7) / 8 * 8; ++j) sc[j] = -INFINITY;  // pad the last vector
+      __m256 vm = _mm256_set1_ps(rmax[h]);
+      for (int64_t j = 0; j < nt; j += 8) vm = _mm256_max_ps(vm, _mm256_load_ps(sc + j));
+      const float mx = hmax8(vm);
+      const float c = std::exp(rmax[h] - mx);  // 0 on the first tile
+      const __m256 vmx = _mm256_set1_ps(mx);
+      __m256 vs = _mm256_setzero_ps();
+      for (int64_t j = 0; j < nt; j += 8) {
+        const __m256 p = exp8(_mm256_sub_ps(_mm256_load_ps(sc + j), vmx));  // padded lanes -> 0
+        _mm256_store_ps(sc + j, p);
+        vs = _mm256_add_ps(vs, p);
+      }
+      rsum[h] = rsum[h] * c + hsum8(vs);
+      rmax[h] = mx;
+      pv(og + h * hd, c, sc, vf, hd, nt);
     }
   }
-}
+};
 
 }  // namespace
 
 void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
                int64_t t0, int64_t t1) {
-  // Runs of consecutive rows of one kv head, in groups of at most kAttentionRows.
-  for (int64_t t = t0; t < t1;) {
-    const int64_t kvh = t / s.m, r0 = t % s.m;
-    const int64_t r1 = std::min({s.m, r0 + kAttentionRows, r0 + (t1 - t)});
-    attention_rows(out, q, k, v, s, kvh, r0, r1);
-    t += r1 - r0;
-  }
+  attention_tasks<Avx2Ops>(out, q, k, v, s, t0, t1);
 }
 
 }  // namespace pocket::kernels::avx2
