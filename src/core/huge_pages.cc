@@ -19,10 +19,14 @@ Expected<HugePageMapping> map_huge_aligned(uint64_t bytes) {
   m.map = raw;
   m.data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePageBytes - 1) / kHugePageBytes *
                                       kHugePageBytes);
-#ifdef MADV_HUGEPAGE
-  if (bytes >= kHugePageBytes) (void)madvise(m.data, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
-#endif
+  advise_huge_pages(m.data, bytes);
   return m;
+}
+
+void advise_huge_pages(void* p, uint64_t bytes) {
+#ifdef MADV_HUGEPAGE
+  if (bytes >= kHugePageBytes) (void)madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+#endif
 }
 
 }  // namespace pocket

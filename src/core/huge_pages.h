@@ -21,4 +21,9 @@ struct HugePageMapping {
 };
 Expected<HugePageMapping> map_huge_aligned(uint64_t bytes);
 
+// Asks for transparent huge pages (MADV_HUGEPAGE, a hint) over the whole 2 MiB pages of [p, p + bytes); a
+// range under 2 MiB is left alone. For anonymous memory and for file mappings (where the kernel then maps the
+// page cache's 2 MiB folios with one entry each).
+void advise_huge_pages(void* p, uint64_t bytes);
+
 }  // namespace pocket

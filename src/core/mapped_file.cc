@@ -118,7 +118,7 @@ Expected<MappedFile> MappedFile::open(const std::string& path, FileLoad how) {
     // prefetchers do not stop every 4 KiB). Filesystems with large folios fill a VM_HUGEPAGE mapping's page
     // cache in 2 MiB folios when it is first read through the mapping; pages already cached in small folios
     // stay 4 KiB. A hint: ignored where unsupported, and nothing changes but the page size.
-    if (size >= kHugePageBytes) (void)madvise(p, size, MADV_HUGEPAGE);
+    advise_huge_pages(p, size);
     // Fault the whole file in now, in order (Linux 5.14+; a hint elsewhere): every page of a model is read
     // by its first forward pass anyway, and faults in use order (a layer's tensors, an embedding row) leave
     // parts of a cold cache in small folios: pocket-0.3b had 92 of 158.5 MiB in 2 MiB pages after a bench

@@ -20,8 +20,8 @@ MemoryReading read_process_memory() {
   return r;
 }
 
-HugePageReading read_huge_pages(const void* addr) {
-  HugePageReading r;
+MappingReading read_mapping(const void* addr) {
+  MappingReading r;
   FILE* f = std::fopen("/proc/self/smaps", "r");
   if (f == nullptr) return r;
   const auto a = reinterpret_cast<uintptr_t>(addr);
@@ -40,6 +40,8 @@ HugePageReading read_huge_pages(const void* addr) {
     if (!inside) continue;
     if (std::sscanf(line, "FilePmdMapped: %llu kB", &kb) == 1) r.huge_bytes += kb * 1024;
     if (std::sscanf(line, "AnonHugePages: %llu kB", &kb) == 1) r.huge_bytes += kb * 1024;
+    if (std::sscanf(line, "Rss: %llu kB", &kb) == 1) r.resident_bytes = kb * 1024;
+    if (std::strncmp(line, "VmFlags:", 8) == 0) r.huge_pages_advised = std::strstr(line, " hg") != nullptr;
   }
   std::fclose(f);
   return r;

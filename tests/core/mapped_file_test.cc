@@ -39,32 +39,19 @@ TEST(MappedFile, ReadAndMapGiveTheSameBytes) {
       EXPECT_EQ(f->path(), path);
       if (n > 0) {
         EXPECT_EQ(std::vector<uint8_t>(f->data(), f->data() + n), want) << n;
-        if (how == FileLoad::kRead) EXPECT_EQ(reinterpret_cast<uintptr_t>(f->data()) % (2u << 20), 0u);
+        if (how == FileLoad::kRead) {
+          EXPECT_EQ(reinterpret_cast<uintptr_t>(f->data()) % (2u << 20), 0u);
+        }
       }
       // Moving keeps the bytes; the moved-from file is empty.
       MappedFile g = std::move(*f);
       EXPECT_EQ(g.size(), n);
       EXPECT_EQ(f->size(), 0u);
-      if (n > 0) EXPECT_EQ(g.data()[n - 1], want[n - 1]);
+      if (n > 0) {
+        EXPECT_EQ(g.data()[n - 1], want[n - 1]);
+      }
     }
   }
-}
-
-// The VmFlags line of the mapping that contains `addr` in /proc/self/smaps ("" when not found).
-std::string vm_flags_of(const void* addr) {
-  std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  while (std::getline(in, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
-      inside = a >= lo && a < hi;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
 }
 
 // Whether this kernel knows MADV_POPULATE_READ (22): asked of an anonymous page.
@@ -74,23 +61,6 @@ bool populate_supported() {
   const bool ok = madvise(p, 4096, 22) == 0;
   munmap(p, 4096);
   return ok;
-}
-
-// Resident bytes (Rss) of the mapping that contains `addr` in /proc/self/smaps (0 when not found).
-size_t resident_bytes_of(const void* addr) {
-  std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  while (std::getline(in, line)) {
-    unsigned long lo = 0, hi = 0, kb = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
-      inside = a >= lo && a < hi;
-      continue;
-    }
-    if (inside && std::sscanf(line.c_str(), "Rss: %lu kB", &kb) == 1) return kb * 1024;
-  }
-  return 0;
 }
 
 // A mapped package of 2 MiB or more asks for huge pages (MADV_HUGEPAGE: "hg" in the mapping's VmFlags), so
@@ -103,19 +73,20 @@ TEST(MappedFile, LargeMappingsAskForHugePages) {
     testing::write_file(path, random_bytes(n, 7));
     auto f = MappedFile::open(path, FileLoad::kMap);
     ASSERT_TRUE(f) << f.status().to_string();
-    const std::string flags = vm_flags_of(f->data());
+    const MappingReading r = read_mapping(f->data());
+    ASSERT_GT(r.mapping_bytes, 0u) << "mapping not found in /proc/self/smaps";
     // kMap faulted the whole file in at open: it is resident before anything reads it (where the kernel has
     // MADV_POPULATE_READ, Linux 5.14+).
-    if (n >= (size_t{2} << 20) && populate_supported()) EXPECT_GE(resident_bytes_of(f->data()), n - 4096) << flags;
-    ASSERT_FALSE(flags.empty()) << "mapping not found in /proc/self/smaps";
-    if (n >= (size_t{2} << 20)) EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
-    else EXPECT_EQ(flags.find(" hg"), std::string::npos) << flags;
+    if (n >= (size_t{2} << 20) && populate_supported()) {
+      EXPECT_GE(r.resident_bytes, n - 4096);
+    }
+    EXPECT_EQ(r.huge_pages_advised, n >= (size_t{2} << 20)) << n;
   }
 }
 
-// read_huge_pages finds the mapping that holds an address and reports its size and huge-page bytes (what
+// read_mapping finds the mapping that holds an address and reports its size and huge-page bytes (what
 // `pocket bench` prints for the package); nothing for an address no mapping holds.
-TEST(MappedFile, HugePageReadingFindsTheMapping) {
+TEST(MappedFile, MappingReadingFindsTheMapping) {
   if (!std::ifstream("/proc/self/smaps")) GTEST_SKIP() << "no /proc/self/smaps on this system";
   testing::TempDir dir;
   const std::string path = dir.file("r");
@@ -124,12 +95,14 @@ TEST(MappedFile, HugePageReadingFindsTheMapping) {
   for (FileLoad how : {FileLoad::kMap, FileLoad::kRead}) {
     auto f = MappedFile::open(path, how);
     ASSERT_TRUE(f) << f.status().to_string();
-    const HugePageReading r = read_huge_pages(f->data() + n / 2);
+    const MappingReading r = read_mapping(f->data() + n / 2);
     EXPECT_GE(r.mapping_bytes, n);
     EXPECT_LE(r.mapping_bytes, n + (size_t{4} << 20));  // the file, or the aligned copy and its slack
     EXPECT_LE(r.huge_bytes, r.mapping_bytes);
+    EXPECT_LE(r.resident_bytes, r.mapping_bytes);
+    EXPECT_TRUE(r.huge_pages_advised);  // both modes ask for huge pages on 6 MiB
   }
-  const HugePageReading none = read_huge_pages(nullptr);
+  const MappingReading none = read_mapping(nullptr);
   EXPECT_EQ(none.mapping_bytes, 0u);
   EXPECT_EQ(none.huge_bytes, 0u);
 }

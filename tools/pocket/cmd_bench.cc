@@ -155,7 +155,7 @@ int bench(const BenchArgs& a) {
   const MemoryReading after = read_process_memory();
   // After the runs every weight page has been touched: how much of the package the kernel maps with 2 MiB
   // pages (decode streams it all each token; 4 KiB pages cost page walks and stop the prefetchers).
-  const HugePageReading huge = read_huge_pages((*model)->package().bytes().data());
+  const MappingReading huge = read_mapping((*model)->package().bytes().data());
   const uint64_t peak_increase = after.peak_rss_bytes > baseline.rss_bytes ? after.peak_rss_bytes - baseline.rss_bytes : 0;
 
   BandwidthResult bw;
