@@ -47,10 +47,13 @@ inline constexpr int64_t kR8Rows = 8;
 
 // Activations quantised for the integer dot products: x[i] ~= d * q[i], q in [-127, 127].
 // s = d * sum(q) lets the kernels fold the +8 offset of Q4 and the min of Q4G32A into one multiply-add
-// per block. Elements past the end of a row are q = 0. 40 bytes; never stored in a file.
+// per block; s8 = -8 s (exact) is that offset term ready to add, so a batched kernel broadcasts it from
+// memory instead of multiplying per block and row (the multiply would share the ports of the dot
+// products). Elements past the end of a row are q = 0. 44 bytes; never stored in a file.
 struct ActBlock {
-  float d;  // absmax / 127 (0 for an all-zero block)
-  float s;  // d * sum(q), computed as float(sum) * d
+  float d;   // absmax / 127 (0 for an all-zero block)
+  float s;   // d * sum(q), computed as float(sum) * d
+  float s8;  // -8 * s
   int8_t q[32];
 };
 
@@ -61,7 +64,7 @@ static_assert(sizeof(BlockQ4G32) == 18);
 static_assert(sizeof(BlockQ4G64) == 34);
 static_assert(sizeof(BlockQ4G32A) == 20);
 static_assert(sizeof(BlockQ4G32R8) == 144);
-static_assert(sizeof(ActBlock) == 40);
+static_assert(sizeof(ActBlock) == 44);
 static_assert(alignof(BlockQ8G32) == 2 && alignof(BlockQ4G32A) == 2);
 
 // Activation blocks for a row of n elements.

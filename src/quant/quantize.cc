@@ -152,6 +152,7 @@ void quantize_act_row_ref(ActBlock* out, const float* x, int64_t n) {
       sum += q;
     }
     a.s = static_cast<float>(sum) * a.d;
+    a.s8 = -8.0f * a.s;
   }
 }
 

@@ -3,6 +3,7 @@
 // multiple of any register tile, m from 1 to beyond a tile.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -343,6 +344,8 @@ TEST(ActQuant, EveryTableBitIdenticalToRef) {
       for (int64_t b = 0; b < nb; ++b) {
         EXPECT_EQ(got[b].d, want[b].d) << available(ti).name << " n " << n << " b " << b;
         EXPECT_EQ(got[b].s, want[b].s) << available(ti).name << " n " << n << " b " << b;
+        EXPECT_EQ(got[b].s8, want[b].s8) << available(ti).name << " n " << n << " b " << b;
+        EXPECT_EQ(want[b].s8, -8.0f * want[b].s) << "n " << n << " b " << b;
         for (int i = 0; i < 32; ++i) ASSERT_EQ(got[b].q[i], want[b].q[i]) << available(ti).name << " " << i;
       }
     }
@@ -354,6 +357,39 @@ TEST(ActQuant, EveryTableBitIdenticalToRef) {
     available(ti).quantize_act(a.data(), z.data(), 40);
     EXPECT_EQ(a[0].d, 0.0f);
     EXPECT_EQ(a[1].s, 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace pocket::kernels
+
+namespace pocket::kernels {
+namespace {
+
+// A row's result does not depend on the rows computed with it: m rows at once equal each row alone, bit
+// for bit (a decode step and a speculative verify pass must agree exactly for greedy output to be the same
+// token for token). Checked for every table and type, over batch widths across the tile shapes.
+TEST(Matmul, RowsBitwiseIndependentOfBatch) {
+  for (int ti = 0; ti < n_available(); ++ti) {
+    const KernelTable& k = available(ti);
+    for (DType t : kTypes) {
+      for (int64_t m : {2, 3, 5, 8, 9, 17}) {
+        const Problem p = make(t, 40, 1000, m, 300 + static_cast<uint32_t>(m));
+        const auto all = run_table(k, p, 0, p.rows);
+        for (int64_t i = 0; i < m; ++i) {
+          Problem one = p;
+          const int64_t nb = quant::act_blocks(p.n);
+          one.m = 1;
+          one.x.assign(p.x.begin() + i * p.n, p.x.begin() + (i + 1) * p.n);
+          one.xq.assign(p.xq.begin() + i * nb, p.xq.begin() + (i + 1) * nb);
+          const auto alone = run_table(k, one, 0, p.rows);
+          for (int64_t r = 0; r < p.rows; ++r) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(all[i * p.rows + r]), std::bit_cast<uint32_t>(alone[r]))
+                << k.name << " " << dtype_name(t) << " m " << m << " row " << i << " out " << r;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -145,6 +145,7 @@ TEST(ActQuant, WithinHalfStepAndSumConsistent) {
       }
     }
     EXPECT_EQ(a[b].s, static_cast<float>(sum) * a[b].d);
+    EXPECT_EQ(a[b].s8, -8.0f * a[b].s);
   }
 }
 

@@ -286,7 +286,7 @@ struct Q4R8Kernel {
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16[c], ones));
-        const __m256 t = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(&x[c][b].d), _mm256_set1_ps(-8.0f * x[c][b].s));
+        const __m256 t = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(&x[c][b].d), _mm256_broadcast_ss(&x[c][b].s8));
         acc[c] = _mm256_fmadd_ps(dw, t, acc[c]);
       }
     }

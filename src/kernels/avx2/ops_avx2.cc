@@ -36,6 +36,7 @@ void quantize_act(ActBlock* out, const float* x, int64_t n) {
     s4 = _mm_hadd_epi32(s4, s4);
     s4 = _mm_hadd_epi32(s4, s4);
     a.s = static_cast<float>(_mm_cvtsi128_si32(s4)) * a.d;
+    a.s8 = -8.0f * a.s;
     // Pack 32-bit -> 16 -> 8 (saturating, values are within [-127, 127]); packs interleave 128-bit lanes,
     // the final permute restores element order.
     const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);

@@ -95,6 +95,7 @@ void quantize_act(ActBlock* out, const float* x, int64_t n) {
     vst1q_s8(a.q, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
     vst1q_s8(a.q + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
     a.s = static_cast<float>(vaddvq_s32(sum)) * a.d;
+    a.s8 = -8.0f * a.s;
   }
 }
 
