@@ -92,7 +92,7 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
     std::shared_ptr<const Model> draft = spec.draft_model;
     std::string label = spec.draft_model_path.empty() ? std::string("(in memory)") : spec.draft_model_path;
     if (draft == nullptr) {
-      POCKET_ASSIGN_OR_RETURN(draft, Model::load(spec.draft_model_path));
+      POCKET_ASSIGN_OR_RETURN(draft, Model::load(spec.draft_model_path, spec.draft_open));
     }
     POCKET_ASSIGN_OR_RETURN(s->drafter_, DraftModelDrafter::create(std::move(draft), *target,
                                                                    s->transformer_->n_ctx(), s->pool_.get(), label));

@@ -32,7 +32,8 @@ struct SpeculativeOptions {
   SpecFallbackOptions fallback;  // decode plainly while speculation is measured slower (spec_fallback.h)
   NgramOptions ngram;
   std::shared_ptr<const Model> draft_model;  // kDraftModel: an already loaded draft, or
-  std::string draft_model_path;              // ... the package to load
+  std::string draft_model_path;              // ... the package to load,
+  OpenOptions draft_open;                    // ... opened this way (mapped or read, like the target)
 };
 
 // Counts of the last generate call's decode loop (the prefill excluded).

@@ -428,3 +428,37 @@ TEST(SpeculativeSession, BlockDrafterStubDecodesPlainly) {
 
 }  // namespace
 }  // namespace pocket
+
+namespace pocket {
+namespace {
+
+// A draft model named by path is opened the way draft_open says (mapped or read into memory, as `pocket run
+// --no-mmap` and `pocket bench --no-mmap` ask for both packages); either way the output is the plain greedy
+// output and drafts are accepted.
+TEST(SpeculativeSession, DraftModelFromPathMappedOrRead) {
+  testing::TempDir dir;
+  auto h = architecture_preset("tiny");
+  ASSERT_TRUE(h);
+  const std::string path = dir.file("draft.pocket");
+  SynthOptions o;
+  o.seed = 31;  // the target's own weights: the draft agrees with it, so drafts are accepted
+  ASSERT_TRUE(synthesize_model(*h, path, o).is_ok());
+  auto target = Model::load(path);
+  ASSERT_TRUE(target) << target.status().to_string();
+  const std::vector<int32_t> prompt = {5, 17, 42, 99, 7, 5, 17, 42};
+  const std::vector<int32_t> want = testing::plain_generate(*target, prompt, greedy(24));
+  for (FileLoad load : {FileLoad::kMap, FileLoad::kRead}) {
+    SpeculativeOptions spec;
+    spec.method = SpecMethod::kDraftModel;
+    spec.draft_max = 4;
+    spec.draft_model_path = path;
+    spec.draft_open.load = load;
+    auto s = make_spec(*target, spec);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(testing::spec_generate(*s, prompt, greedy(24)), want) << static_cast<int>(load);
+    EXPECT_GT(s->spec_stats().n_accepted, 0) << static_cast<int>(load);
+  }
+}
+
+}  // namespace
+}  // namespace pocket

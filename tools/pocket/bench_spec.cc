@@ -33,7 +33,9 @@ double median(std::vector<double> v) {
 int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   auto method = parse_spec_method(a.method);
   if (!method) return report("bench", method.status());
-  auto model = Model::load(a.model);
+  OpenOptions open;
+  open.load = a.no_mmap ? FileLoad::kRead : FileLoad::kMap;
+  auto model = Model::load(a.model, open);
   if (!model) return report("bench", model.status());
   const HParams& h = (*model)->hparams();
 
@@ -58,6 +60,7 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   spec.method = *method;
   spec.draft_max = a.draft_max;
   spec.draft_model_path = a.draft_model;
+  spec.draft_open = open;
   spec.fallback.enabled = a.fallback;
   auto plain = Session::create(*model, so);
   if (!plain) return report("bench", plain.status());

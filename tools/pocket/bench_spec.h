@@ -11,6 +11,7 @@ struct SpecBenchArgs {
   std::string model, method = "none", draft_model, prompt_file;
   int draft_max = 8, n_prompt = 512, n_gen = 128, reps = 5, threads = 0;
   bool fallback = true;  // SpecFallback on (the default a user gets)
+  bool no_mmap = false;  // read the packages (target and draft) instead of mapping them
 };
 
 // Prints markdown rows (or fills `json` when non-null). Returns the process exit code.

@@ -40,6 +40,7 @@ SpecBenchArgs spec_args(const BenchArgs& a) {
   s.prompt_file = a.prompt_file;
   s.draft_max = a.draft_max;
   s.fallback = !a.no_spec_fallback;
+  s.no_mmap = a.no_mmap;
   s.n_prompt = a.n_prompt;
   s.n_gen = a.n_gen;
   s.reps = a.reps;
@@ -248,7 +249,7 @@ void register_bench(CLI::App& app) {
   c->add_option("-b,--batch-size", a->n_batch, "Rows per prefill pass (default 128; llama-bench's -ub)");
   c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
-  c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (faster decode)");
+  c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (the mapping is shared between processes and gets 2 MiB pages too: docs/performance.md)");
   c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram or draft")
       ->check(CLI::IsMember({"none", "ngram", "draft"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k (1..16); the verify row measures k + 1 rows");

@@ -63,6 +63,7 @@ int run(const RunArgs& a) {
     spec.method = *method;
     spec.draft_max = a.draft_max;
     spec.draft_model_path = a.draft_model;
+    spec.draft_open = open;
     spec.fallback.enabled = !a.no_spec_fallback;
     auto session = SpeculativeSession::create(*model, so, spec);
     if (!session) return report("run", session.status());
@@ -146,7 +147,7 @@ void register_run(CLI::App& app) {
   c->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repetition penalty looks back over");
   c->add_option("-s,--seed", a->seed, "Random seed (same seed, same tokens)");
   c->add_option("--mem-budget", a->mem_budget_mb, "Refuse a session whose memory plan exceeds this many MiB");
-  c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (faster decode)");
+  c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (the mapping is shared between processes and gets 2 MiB pages too: docs/performance.md)");
   c->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   c->add_flag("--special", a->special, "Parse special-token text in the prompt");
   c->add_flag("--chat", a->chat, "Wrap the prompt as a user turn in the package's chat template (implies --special)");
