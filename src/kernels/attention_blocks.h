@@ -11,6 +11,7 @@
 //   row_tile(const float* qg, float* og, float* run_max, float* run_sum, const float* kf, const float* vf,
 //            int64_t g, int64_t hd, int64_t nt, float scale)   // the g heads of one row against nt keys
 //   scale(float* y, float c, int64_t n)                         // y *= c
+// (kf holds the tile's keys as rows of hd floats, or transposed: see transposed_keys below.)
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,19 @@
 namespace pocket::kernels {
 
 inline constexpr int64_t kAttentionKeyTile = 64;
+
+// Ops may instead take the key tile transposed (static constexpr bool kTransposedKeys = true and
+//   keys_transposed(float* kt, const uint16_t* k, int64_t stride, int64_t hd, int64_t nt)
+// writing kt[e * kAttentionKeyTile + j] for e < hd and j < nt rounded up to 16, the padding zero), so that
+// scores can be formed with the keys across the vector lanes: no horizontal sums.
+template <typename Ops>
+constexpr bool transposed_keys() {
+  if constexpr (requires { Ops::kTransposedKeys; }) {
+    return Ops::kTransposedKeys;
+  } else {
+    return false;
+  }
+}
 
 // Rows [r0, r1) (at most kAttentionRows) of kv head kvh.
 template <typename Ops>
@@ -39,8 +53,11 @@ void attention_row_block(float* out, const float* q, const uint16_t* k, const ui
   const int64_t keys_max = s.pos0 + r1;  // the last row's causal keys
   for (int64_t j0 = 0; j0 < keys_max; j0 += kAttentionKeyTile) {
     const int64_t nt_max = std::min(kAttentionKeyTile, keys_max - j0);
+    if constexpr (transposed_keys<Ops>()) {
+      Ops::keys_transposed(kf, k + j0 * kv_stride + kvh * hd, kv_stride, hd, nt_max);
+    }
     for (int64_t j = 0; j < nt_max; ++j) {
-      Ops::f16_row(kf + j * hd, k + (j0 + j) * kv_stride + kvh * hd, hd);
+      if constexpr (!transposed_keys<Ops>()) Ops::f16_row(kf + j * hd, k + (j0 + j) * kv_stride + kvh * hd, hd);
       Ops::f16_row(vf + j * hd, v + (j0 + j) * kv_stride + kvh * hd, hd);
     }
     for (int64_t r = std::max(r0, j0 - s.pos0); r < r1; ++r) {  // rows with keys in this tile

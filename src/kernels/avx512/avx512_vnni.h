@@ -13,4 +13,8 @@ namespace pocket::kernels::avx512_vnni {
 void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, int64_t m, int64_t n, int64_t r0,
                     int64_t r1);
 
+// Attention with the key tile transposed and 4 query heads per register block (attention_avx512.cc).
+void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
+               int64_t t0, int64_t t1);
+
 }  // namespace pocket::kernels::avx512_vnni

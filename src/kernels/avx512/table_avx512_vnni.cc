@@ -9,6 +9,7 @@ const KernelTable& avx512_vnni_table() {
     KernelTable k = avx2_table();
     k.name = "avx512-vnni";
     k.matmul_q4g32r8 = avx512_vnni::matmul_q4g32r8;
+    k.attention = avx512_vnni::attention;
     return k;
   }();
   return t;

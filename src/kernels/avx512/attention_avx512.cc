@@ -1,0 +1,249 @@
+// AVX-512 flash-style attention over an f16 KV cache, on the walk of kernels/attention_blocks.h (the same
+// key tiles and online softmax as ref/attention_ref.cc and the AVX2 kernel).
+//
+// The AVX2 kernel forms each score as a dot product along head_dim and sums 8 of them horizontally, and
+// walks the key tile once per query head: one load per multiply-add, bound by the load ports at about half
+// of the FMA rate. Here the key tile is converted transposed (kt[e][j], keys across the 16 lanes; one 16 x
+// 16 register transpose per block of 16 keys x 16 dims, shared by every row and head of the call's block),
+// so the scores of up to 64 keys for up to 4 query heads of a row are 16 accumulators updated by one
+// broadcast query element per head and one key vector per 16 keys: 16 multiply-adds per 8 loads, no
+// horizontal sums. P·V likewise keeps 4 heads x 64 output dims in registers and loads each value row once
+// for the 4 heads. Rows of the GQA group always come with their row, so a row's arithmetic is the same
+// whatever rows are computed with it (speculative verification relies on that).
+//
+// This file is compiled with AVX-512 flags: everything stays in an anonymous namespace, no out-of-line
+// library templates are called, so no AVX-512 code can be merged into code that runs on other CPUs.
+#include <immintrin.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as in matmul_avx512_vnni.cc
+#endif
+
+#include <cmath>
+
+#include "kernels/attention_blocks.h"
+#include "kernels/avx512/avx512_vnni.h"
+
+namespace pocket::kernels::avx512_vnni {
+namespace {
+
+constexpr int64_t kT = kAttentionKeyTile;  // row stride of the transposed key tile
+static_assert(kT % 16 == 0 && kT <= 64);
+constexpr int kMaxJ = static_cast<int>(kT / 16);  // key vectors per tile
+constexpr int kHeads = 4;                         // query heads per register block
+
+inline __mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// e^x, the AVX2 exp8 on 16 lanes: 2^n * p(r), relative error < 2e-7 on [-87, 88]; below -87 (and -inf) 0.
+inline __m512 exp16(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.0f);
+  const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), p, _mm512_castsi512_ps(e));
+}
+
+// Rows to columns: r[i] lane l -> r[l] lane i.
+inline void transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // r[4a + c], 128-bit lane L: column 4L + c of rows 4a .. 4a + 3.
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  // Column 4L + c gathers lane L of r[c], r[4 + c], r[8 + c], r[12 + c] (a 4 x 4 transpose of 128-bit lanes).
+  __m512 o[16];
+  for (int c = 0; c < 4; ++c) {
+    const __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44), u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);
+    const __m512 u2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+    const __m512 u3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
+    o[c] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+    o[4 + c] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
+    o[8 + c] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+    o[12 + c] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = o[i];
+}
+
+// Keeps loaded vectors in registers: GCC otherwise folds the load into every multiply-add that uses the
+// vector (a memory operand each), H loads per vector instead of one, and the loops became bound by the load
+// ports (scores and P·V 1.1-1.2x slower at 8 rows x 4 heads, in-process A/B).
+template <int N>
+inline void pin(__m512 (&v)[N]) {
+  static_assert(N >= 1 && N <= 4);
+  if constexpr (N == 1) __asm__("" : "+v"(v[0]));
+  if constexpr (N == 2) __asm__("" : "+v"(v[0]), "+v"(v[1]));
+  if constexpr (N == 3) __asm__("" : "+v"(v[0]), "+v"(v[1]), "+v"(v[2]));
+  if constexpr (N == 4) __asm__("" : "+v"(v[0]), "+v"(v[1]), "+v"(v[2]), "+v"(v[3]));
+}
+
+// Scores of H heads (q, stride hd) against NJ x 16 keys of the transposed tile, scaled and masked past nt,
+// then the online softmax: rmax, rsum and the rescale factor c per head updated, the weights into p.
+template <int H, int NJ>
+inline void scores_softmax(float (*p)[kT], float* c, const float* q, const float* kt, int64_t hd, int64_t nt,
+                           float scale, float* rmax, float* rsum) {
+  __m512 acc[H][NJ];
+  for (int h = 0; h < H; ++h) {
+    for (int j = 0; j < NJ; ++j) acc[h][j] = _mm512_setzero_ps();
+  }
+  for (int64_t e = 0; e < hd; ++e) {
+    __m512 kv[NJ];
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; ++j) kv[j] = _mm512_load_ps(kt + e * kT + 16 * j);
+    pin(kv);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+      const __m512 qb = _mm512_set1_ps(q[h * hd + e]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NJ; ++j) acc[h][j] = _mm512_fmadd_ps(qb, kv[j], acc[h][j]);
+    }
+  }
+  const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+  for (int h = 0; h < H; ++h) {
+    __m512 s[NJ];
+    __m512 vm = _mm512_set1_ps(rmax[h]);
+    for (int j = 0; j < NJ; ++j) {
+      s[j] = _mm512_mask_mul_ps(ninf, first_lanes(nt - 16 * j), acc[h][j], vs);
+      vm = _mm512_max_ps(vm, s[j]);
+    }
+    const float mx = _mm512_reduce_max_ps(vm);
+    c[h] = std::exp(rmax[h] - mx);  // 0 on the first tile
+    const __m512 vmx = _mm512_set1_ps(mx);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < NJ; ++j) {
+      const __m512 w = exp16(_mm512_sub_ps(s[j], vmx));  // masked lanes -> 0
+      _mm512_store_ps(p[h] + 16 * j, w);
+      sum = _mm512_add_ps(sum, w);
+    }
+    rsum[h] = rsum[h] * c[h] + _mm512_reduce_add_ps(sum);
+    rmax[h] = mx;
+  }
+}
+
+// o_h = c_h * o_h + sum_j p_h[j] * vf[j] for H heads (o, stride hd), 64 dims at a time.
+template <int H>
+inline void pv(float* o, const float* c, const float (*p)[kT], const float* vf, int64_t hd, int64_t nt) {
+  for (int64_t e0 = 0; e0 < hd; e0 += 64) {
+    __mmask16 mu[4];
+    for (int u = 0; u < 4; ++u) mu[u] = first_lanes(hd - e0 - 16 * u);
+    __m512 acc[H][4];
+    for (int h = 0; h < H; ++h) {
+      const __m512 vc = _mm512_set1_ps(c[h]);
+      for (int u = 0; u < 4; ++u) acc[h][u] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mu[u], o + h * hd + e0 + 16 * u), vc);
+    }
+    const bool full = hd - e0 >= 64;
+    for (int64_t j = 0; j < nt; ++j) {
+      __m512 vv[4];
+      if (full) {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) vv[u] = _mm512_loadu_ps(vf + j * hd + e0 + 16 * u);
+      } else {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) vv[u] = _mm512_maskz_loadu_ps(mu[u], vf + j * hd + e0 + 16 * u);
+      }
+      pin(vv);
+#pragma GCC unroll 4
+      for (int h = 0; h < H; ++h) {
+        const __m512 pb = _mm512_set1_ps(p[h][j]);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) acc[h][u] = _mm512_fmadd_ps(pb, vv[u], acc[h][u]);
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      for (int u = 0; u < 4; ++u) _mm512_mask_storeu_ps(o + h * hd + e0 + 16 * u, mu[u], acc[h][u]);
+    }
+  }
+}
+
+template <int H>
+inline void heads_tile(const float* q, float* o, float* rmax, float* rsum, const float* kt, const float* vf,
+                       int64_t hd, int64_t nt, float scale) {
+  alignas(64) float p[H][kT];
+  float c[H];
+  switch ((nt + 15) / 16) {
+    case 1: scores_softmax<H, 1>(p, c, q, kt, hd, nt, scale, rmax, rsum); break;
+    case 2: scores_softmax<H, 2>(p, c, q, kt, hd, nt, scale, rmax, rsum); break;
+    case 3: scores_softmax<H, 3>(p, c, q, kt, hd, nt, scale, rmax, rsum); break;
+    default: scores_softmax<H, kMaxJ>(p, c, q, kt, hd, nt, scale, rmax, rsum); break;
+  }
+  pv<H>(o, c, p, vf, hd, nt);
+}
+
+struct Avx512Ops {
+  static constexpr bool kTransposedKeys = true;
+
+  static void f16_row(float* out, const uint16_t* in, int64_t n) {
+    for (int64_t e = 0; e < n; e += 16) {
+      const __mmask16 m = first_lanes(n - e);
+      _mm512_mask_storeu_ps(out + e, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, in + e)));
+    }
+  }
+
+  // kt[e * kT + j] = k[j * stride + e] for e < hd, j < nt; zero for nt <= j < nt rounded up to 16.
+  static void keys_transposed(float* kt, const uint16_t* k, int64_t stride, int64_t hd, int64_t nt) {
+    for (int64_t j0 = 0; j0 < nt; j0 += 16) {
+      for (int64_t e0 = 0; e0 < hd; e0 += 16) {
+        const __mmask16 me = first_lanes(hd - e0);
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) {
+          r[i] = j0 + i < nt ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(me, k + (j0 + i) * stride + e0))
+                             : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        const int64_t ne = hd - e0 < 16 ? hd - e0 : 16;
+        for (int64_t d = 0; d < ne; ++d) _mm512_store_ps(kt + (e0 + d) * kT + j0, r[d]);
+      }
+    }
+  }
+
+  static void scale(float* y, float c, int64_t n) {
+    const __m512 vc = _mm512_set1_ps(c);
+    for (int64_t e = 0; e < n; e += 16) {
+      const __mmask16 m = first_lanes(n - e);
+      _mm512_mask_storeu_ps(y + e, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + e), vc));
+    }
+  }
+
+  // The g heads of one row against nt keys of the tile, kHeads at a time.
+  static void row_tile(const float* qg, float* og, float* rmax, float* rsum, const float* kt, const float* vf,
+                       int64_t g, int64_t hd, int64_t nt, float scale_qk) {
+    int64_t h = 0;
+    for (; h + kHeads <= g; h += kHeads) {
+      heads_tile<kHeads>(qg + h * hd, og + h * hd, rmax + h, rsum + h, kt, vf, hd, nt, scale_qk);
+    }
+    switch (g - h) {
+      case 3: heads_tile<3>(qg + h * hd, og + h * hd, rmax + h, rsum + h, kt, vf, hd, nt, scale_qk); break;
+      case 2: heads_tile<2>(qg + h * hd, og + h * hd, rmax + h, rsum + h, kt, vf, hd, nt, scale_qk); break;
+      case 1: heads_tile<1>(qg + h * hd, og + h * hd, rmax + h, rsum + h, kt, vf, hd, nt, scale_qk); break;
+      default: break;
+    }
+  }
+};
+
+}  // namespace
+
+void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
+               int64_t t0, int64_t t1) {
+  attention_tasks<Avx512Ops>(out, q, k, v, s, t0, t1);
+}
+
+}  // namespace pocket::kernels::avx512_vnni
