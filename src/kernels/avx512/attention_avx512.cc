@@ -16,7 +16,10 @@
 #include <immintrin.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as in matmul_avx512_vnni.cc
+// GCC bug 105593, as in matmul_avx512_vnni.cc: the intrinsics' self-initialised "undefined" vectors, here
+// reported as certainly uninitialised once inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <cmath>
@@ -118,24 +121,29 @@ inline void scores_softmax(float (*p)[kT], float* c, const float* q, const float
     }
   }
   const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+  alignas(64) float mx[16] = {};
   for (int h = 0; h < H; ++h) {
-    __m512 s[NJ];
     __m512 vm = _mm512_set1_ps(rmax[h]);
     for (int j = 0; j < NJ; ++j) {
-      s[j] = _mm512_mask_mul_ps(ninf, first_lanes(nt - 16 * j), acc[h][j], vs);
-      vm = _mm512_max_ps(vm, s[j]);
+      acc[h][j] = _mm512_mask_mul_ps(ninf, first_lanes(nt - 16 * j), acc[h][j], vs);
+      vm = _mm512_max_ps(vm, acc[h][j]);
     }
-    const float mx = _mm512_reduce_max_ps(vm);
-    c[h] = std::exp(rmax[h] - mx);  // 0 on the first tile
-    const __m512 vmx = _mm512_set1_ps(mx);
+    mx[h] = _mm512_reduce_max_ps(vm);
+  }
+  // The H rescale factors in one vector exp (a libm call here made GCC spill every live accumulator).
+  const __mmask16 mh = first_lanes(H);
+  const __m512 vmax = _mm512_load_ps(mx);
+  _mm512_mask_storeu_ps(c, mh, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mh, rmax), vmax)));  // 0 on the first tile
+  for (int h = 0; h < H; ++h) {
+    const __m512 vmx = _mm512_set1_ps(mx[h]);
     __m512 sum = _mm512_setzero_ps();
     for (int j = 0; j < NJ; ++j) {
-      const __m512 w = exp16(_mm512_sub_ps(s[j], vmx));  // masked lanes -> 0
+      const __m512 w = exp16(_mm512_sub_ps(acc[h][j], vmx));  // masked lanes -> 0
       _mm512_store_ps(p[h] + 16 * j, w);
       sum = _mm512_add_ps(sum, w);
     }
     rsum[h] = rsum[h] * c[h] + _mm512_reduce_add_ps(sum);
-    rmax[h] = mx;
+    rmax[h] = mx[h];
   }
 }
 
