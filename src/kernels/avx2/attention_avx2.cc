@@ -18,7 +18,7 @@ namespace {
 inline void f16_row(float* out, const uint16_t* in, int64_t n) {
   int64_t e = 0;
   for (; e + 8 <= n; e += 8) {
-    _mm256_store_ps(out + e, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + e))));
+    _mm256_storeu_ps(out + e, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + e))));
   }
   for (; e < n; ++e) out[e] = _cvtsh_ss(in[e]);
 }
