@@ -1,8 +1,8 @@
 // Attention over an f16 KV cache at pocket-0.3b's shape (16 query heads, 4 kv heads, head_dim 64), for a
-// speculative verify batch (8 rows) and a prefill chunk (128 rows), shallow and deep. Two ways to split the
-// same work, one thread, side by side: the pool wrapper's blocks of rows of one kv head (each key/value tile
-// converted once for the block) and one row per call (the tile converted for every row, as before the
-// blocks). Counter: GFLOP/s of the scores and the weighted sum (4 * rows * heads * keys * head_dim).
+// decode row, a speculative verify batch (8 rows) and a prefill chunk (128 rows), shallow and deep. Two ways
+// to split the same work, one thread, side by side: the pool wrapper's blocks of rows of one kv head (each
+// key/value tile converted once for the block) and one row per call (the tile converted for every row, as
+// before the blocks). Counter: GFLOP/s of the scores and the weighted sum (4 * rows * heads * keys * head_dim).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -63,7 +63,9 @@ void BM_attention_row_per_call(benchmark::State& state) {
 }
 
 void attention_shapes(benchmark::internal::Benchmark* b) {
-  for (auto [m, pos0] : {std::pair<int64_t, int64_t>{8, 64}, {8, 1024}, {128, 0}, {128, 512}}) b->Args({m, pos0});
+  for (auto [m, pos0] : {std::pair<int64_t, int64_t>{1, 1024}, {8, 64}, {8, 512}, {8, 1024}, {128, 0}, {128, 512}}) {
+    b->Args({m, pos0});
+  }
   b->ArgNames({"rows", "depth"})->Unit(benchmark::kMicrosecond);
 }
 BENCHMARK(BM_attention_row_blocks)->Apply(attention_shapes);
