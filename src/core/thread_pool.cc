@@ -11,7 +11,8 @@
 
 namespace pocket {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(std::max(1, n_threads)), shares_(std::make_unique<Share[]>(static_cast<size_t>(n_threads_))) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -52,21 +53,42 @@ bool spin_until(Pred&& pred, int64_t micros) {
 
 }  // namespace
 
-// The job is cut into about kChunksPerThread contiguous chunks per thread (whole grains), claimed in order
-// from an atomic counter by every thread, the caller included: a thread that runs late (woken late,
-// descheduled, on a slower core or memory channel) takes fewer chunks instead of making the others wait.
-void ThreadPool::chunk(int64_t c, int64_t* b, int64_t* e) const {
-  *b = std::min(n_, c * chunk_grains_ * grain_);
-  *e = std::min(n_, (c + 1) * chunk_grains_ * grain_);
+// Each thread runs an equal contiguous share of the job from its front, so every thread streams one region of
+// memory (kernels' prefetch and the hardware's stream detection see one run; with chunks claimed in turn from
+// one counter, each thread's chunks were interleaved with the other's and a verify pass of pocket-0.3b ran
+// 5-7 % slower, a decode step 3 %). A thread done with its share takes chunks from the back of the others'
+// (a thread that runs late, woken late, descheduled or on a slower core, is relieved of its share's tail).
+namespace {
+inline uint64_t pack_share(uint64_t front, uint64_t back) { return front << 32 | back; }
+}  // namespace
+
+void ThreadPool::run_grains(int64_t g0, int64_t g1, int index) {
+  const int64_t b = std::min(n_, g0 * grain_), e = std::min(n_, g1 * grain_);
+  if (b < e) fn_(ctx_, b, e, index);
 }
 
 void ThreadPool::drain(int index) {
-  for (;;) {
-    const int64_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-    if (c >= n_chunks_) return;
-    int64_t b, e;
-    chunk(c, &b, &e);
-    if (b < e) fn_(ctx_, b, e, index);
+  std::atomic<uint64_t>& mine = shares_[static_cast<size_t>(index)].front_back;
+  for (uint64_t v = mine.load(std::memory_order_acquire);;) {
+    const uint64_t front = v >> 32, back = v & 0xffffffffu;
+    if (front >= back) break;
+    const uint64_t next = std::min<uint64_t>(back, front + static_cast<uint64_t>(chunk_grains_));
+    if (mine.compare_exchange_weak(v, pack_share(next, back), std::memory_order_acq_rel)) {
+      run_grains(static_cast<int64_t>(front), static_cast<int64_t>(next), index);
+      v = mine.load(std::memory_order_acquire);
+    }
+  }
+  for (int k = 1; k < n_threads_; ++k) {
+    std::atomic<uint64_t>& other = shares_[static_cast<size_t>((index + k) % n_threads_)].front_back;
+    for (uint64_t v = other.load(std::memory_order_acquire);;) {
+      const uint64_t front = v >> 32, back = v & 0xffffffffu;
+      if (front >= back) break;
+      const uint64_t take = std::min<uint64_t>(back - front, static_cast<uint64_t>(chunk_grains_));
+      if (other.compare_exchange_weak(v, pack_share(front, back - take), std::memory_order_acq_rel)) {
+        run_grains(static_cast<int64_t>(back - take), static_cast<int64_t>(back), index);
+        v = other.load(std::memory_order_acquire);
+      }
+    }
   }
 }
 
@@ -80,10 +102,17 @@ void ThreadPool::run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx) {
   ctx_ = ctx;
   n_ = n;
   grain_ = std::max<int64_t>(1, grain);
-  const int64_t n_grains = (n_ + grain_ - 1) / grain_;
-  chunk_grains_ = std::max<int64_t>(1, (n_grains + n_threads_ * kChunksPerThread - 1) / (n_threads_ * kChunksPerThread));
-  n_chunks_ = (n_grains + chunk_grains_ - 1) / chunk_grains_;
-  next_chunk_.store(0, std::memory_order_relaxed);
+  int64_t n_grains = (n_ + grain_ - 1) / grain_;
+  while (n_grains > 0xffffffffLL) {  // shares count grains in 32 bits: coarser grains (still aligned)
+    grain_ *= 2;
+    n_grains = (n_ + grain_ - 1) / grain_;
+  }
+  for (int t = 0; t < n_threads_; ++t) {
+    const uint64_t front = static_cast<uint64_t>(n_grains * t / n_threads_);
+    const uint64_t back = static_cast<uint64_t>(n_grains * (t + 1) / n_threads_);
+    shares_[static_cast<size_t>(t)].front_back.store(pack_share(front, back), std::memory_order_relaxed);
+  }
+  chunk_grains_ = std::max<int64_t>(1, (n_grains / n_threads_ + kChunksPerThread - 1) / kChunksPerThread);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   generation_.fetch_add(1);  // seq_cst: ordered against the sleepers_ read below (no lost wake-up)
   if (sleepers_.load() > 0) {

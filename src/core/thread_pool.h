@@ -1,7 +1,8 @@
-// A persistent pool of worker threads for splitting row ranges. run() cuts [0, n) into a few contiguous
-// chunks per thread, which the threads (the caller included) claim in order until none is left, and blocks
-// until all are done; it allocates nothing. fn may thus run several times on one thread (with disjoint
-// ranges, one after another), never on two threads at once for the same range.
+// A persistent pool of worker threads for splitting row ranges. run() gives each thread (the caller included)
+// an equal contiguous share of [0, n), which it runs from the front in a few chunks; a thread that is done
+// with its share takes chunks from the back of the others' shares, and run() blocks until all are done; it
+// allocates nothing. fn may thus run several times on one thread (with disjoint ranges, one after another),
+// never on two threads at once for the same range.
 // Thread safety: one run() at a time per pool (a Session owns its pool or serialises on it).
 //
 // Hand-off: a decode step is ~200 short run() calls, so waking sleeping threads through the kernel each time
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -43,15 +45,15 @@ class ThreadPool {
 
   // How long an idle worker (or the waiting caller) spins before it sleeps.
   static constexpr int64_t kSpinMicros = 200;
-  // Chunks per thread in a job (load balance against the cost of one atomic claim per chunk).
+  // Chunks per thread share in a job (what a faster thread can take over from a slower one).
   static constexpr int64_t kChunksPerThread = 4;
 
  private:
   using RawFn = void (*)(void*, int64_t, int64_t, int);
   void run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx);
   void worker_loop(int index);
-  void chunk(int64_t c, int64_t* b, int64_t* e) const;
-  void drain(int index);  // claims and runs chunks of the current job until none is left
+  void run_grains(int64_t g0, int64_t g1, int index);
+  void drain(int index);  // runs its share, then takes chunks from the others' until none is left
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -69,8 +71,12 @@ class ThreadPool {
   int64_t n_ = 0;
   int64_t grain_ = 1;
   int64_t chunk_grains_ = 1;  // grains per chunk
-  int64_t n_chunks_ = 0;
-  std::atomic<int64_t> next_chunk_{0};
+  // Thread t's share of the job's grains, [front, back) packed as front << 32 | back: the owner takes
+  // chunks from the front, the others from the back (one compare-exchange each). One cache line per share.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> front_back{0};
+  };
+  std::unique_ptr<Share[]> shares_;
 };
 
 }  // namespace pocket

@@ -1,13 +1,16 @@
-// ThreadPool: every item of [0, n) is visited exactly once, slices respect the grain, and hand-off works on
-// both paths — back-to-back jobs (workers still spinning) and jobs after a pause longer than the spin
+// ThreadPool: every item of [0, n) is visited exactly once, slices respect the grain, each thread runs its own
+// contiguous share and a fast thread takes over a slow one's, and hand-off works on both paths — back-to-back jobs (workers still spinning) and jobs after a pause longer than the spin
 // budget (workers asleep on the condition variable).
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace pocket {
@@ -62,6 +65,41 @@ TEST(ThreadPool, CallerWaitsForASlowWorker) {
     done.fetch_add(1);
   });
   EXPECT_EQ(done.load(), 2);
+}
+
+TEST(ThreadPool, EachThreadRunsOneContiguousShareFromItsFront) {
+  // With equal work, a thread's chunks are consecutive ranges of its own share (one memory stream per
+  // thread), not interleaved with another thread's.
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> ranges[2];
+  pool.run(64, [&](int64_t b, int64_t e, int t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // equal, long enough for both to start
+    std::lock_guard<std::mutex> lock(mu);
+    ranges[t].push_back({b, e});
+  });
+  ASSERT_FALSE(ranges[0].empty());
+  for (int t = 0; t < 2; ++t) {
+    if (ranges[t].empty()) continue;  // a worker woken very late finds its share taken
+    std::sort(ranges[t].begin(), ranges[t].end());
+    // The owner's share is [32 t, 32 t + 32): its first chunk starts there.
+    EXPECT_EQ(ranges[t].front().first % 32, 0) << "thread " << t;
+  }
+}
+
+TEST(ThreadPool, FastThreadTakesOverASlowThreadsShare) {
+  // The worker's share is [32, 64); its first chunk is slow, so the caller, done with [0, 32), takes the
+  // rest of the worker's share from the back: every item still runs once and the caller runs more than half.
+  ThreadPool pool(2);
+  std::vector<std::atomic<int>> hits(64);
+  std::atomic<int64_t> by_caller{0};
+  pool.run(64, [&](int64_t b, int64_t e, int t) {
+    if (b == 32) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    if (t == 0) by_caller.fetch_add(e - b);
+  });
+  for (int64_t i = 0; i < 64; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
+  EXPECT_GT(by_caller.load(), 32);
 }
 
 TEST(ThreadPool, DestroyIdleAndBusyPools) {
