@@ -12,7 +12,8 @@
 namespace pocket {
 
 ThreadPool::ThreadPool(int n_threads)
-    : n_threads_(std::max(1, n_threads)), shares_(std::make_unique<Share[]>(static_cast<size_t>(n_threads_))) {
+    : n_threads_(std::max(1, n_threads)),
+      shares_(std::make_unique<Share[]>(static_cast<size_t>(n_threads_))) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -67,29 +68,25 @@ void ThreadPool::run_grains(int64_t g0, int64_t g1, int index) {
   if (b < e) fn_(ctx_, b, e, index);
 }
 
-void ThreadPool::drain(int index) {
-  std::atomic<uint64_t>& mine = shares_[static_cast<size_t>(index)].front_back;
-  for (uint64_t v = mine.load(std::memory_order_acquire);;) {
+// Takes chunks of `share` until it is empty: from its front (the owner) or its back (another thread).
+void ThreadPool::drain_share(Share& share, bool from_front, int index) {
+  for (uint64_t v = share.front_back.load(std::memory_order_acquire);;) {
     const uint64_t front = v >> 32, back = v & 0xffffffffu;
-    if (front >= back) break;
-    const uint64_t next = std::min<uint64_t>(back, front + static_cast<uint64_t>(chunk_grains_));
-    if (mine.compare_exchange_weak(v, pack_share(next, back), std::memory_order_acq_rel)) {
-      run_grains(static_cast<int64_t>(front), static_cast<int64_t>(next), index);
-      v = mine.load(std::memory_order_acquire);
+    if (front >= back) return;
+    const uint64_t take = std::min<uint64_t>(back - front, static_cast<uint64_t>(chunk_grains_));
+    const uint64_t b = from_front ? front : back - take;
+    const uint64_t rest = from_front ? pack_share(front + take, back) : pack_share(front, back - take);
+    if (share.front_back.compare_exchange_weak(v, rest, std::memory_order_acq_rel)) {
+      run_grains(static_cast<int64_t>(b), static_cast<int64_t>(b + take), index);
+      v = share.front_back.load(std::memory_order_acquire);
     }
   }
-  for (int k = 1; k < n_threads_; ++k) {
-    std::atomic<uint64_t>& other = shares_[static_cast<size_t>((index + k) % n_threads_)].front_back;
-    for (uint64_t v = other.load(std::memory_order_acquire);;) {
-      const uint64_t front = v >> 32, back = v & 0xffffffffu;
-      if (front >= back) break;
-      const uint64_t take = std::min<uint64_t>(back - front, static_cast<uint64_t>(chunk_grains_));
-      if (other.compare_exchange_weak(v, pack_share(front, back - take), std::memory_order_acq_rel)) {
-        run_grains(static_cast<int64_t>(back - take), static_cast<int64_t>(back), index);
-        v = other.load(std::memory_order_acquire);
-      }
-    }
-  }
+}
+
+void ThreadPool::drain(int index) {
+  drain_share(shares_[static_cast<size_t>(index)], true, index);
+  for (int k = 1; k < n_threads_; ++k)
+    drain_share(shares_[static_cast<size_t>((index + k) % n_threads_)], false, index);
 }
 
 void ThreadPool::run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx) {
@@ -134,7 +131,8 @@ void ThreadPool::worker_loop(int index) {
     auto fresh = [&] { return generation_.load() != seen; };  // seq_cst: pairs with sleepers_
     if (!spin_until(fresh, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mu_);
-      sleepers_.fetch_add(1);  // seq_cst, then re-check: the caller bumps generation_ before reading sleepers_
+      sleepers_.fetch_add(
+          1);  // seq_cst, then re-check: the caller bumps generation_ before reading sleepers_
       cv_start_.wait(lock, fresh);
       sleepers_.fetch_sub(1);
     }

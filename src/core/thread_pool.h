@@ -52,8 +52,6 @@ class ThreadPool {
   using RawFn = void (*)(void*, int64_t, int64_t, int);
   void run_raw(int64_t n, int64_t grain, RawFn fn, void* ctx);
   void worker_loop(int index);
-  void run_grains(int64_t g0, int64_t g1, int index);
-  void drain(int index);  // runs its share, then takes chunks from the others' until none is left
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -77,6 +75,10 @@ class ThreadPool {
     std::atomic<uint64_t> front_back{0};
   };
   std::unique_ptr<Share[]> shares_;
+
+  void run_grains(int64_t g0, int64_t g1, int index);
+  void drain_share(Share& share, bool from_front, int index);
+  void drain(int index);  // runs its share, then takes chunks from the others' until none is left
 };
 
 }  // namespace pocket
