@@ -17,4 +17,8 @@ void matmul_q4g32r8(float* y, int64_t ldy, const uint8_t* w, const ActBlock* x, 
 void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
                int64_t t0, int64_t t1);
 
+// Row operators on 16 lanes (ops_avx512.cc); contracts as in kernels.h.
+void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps);
+void swiglu(float* gate, const float* up, int64_t n);
+
 }  // namespace pocket::kernels::avx512_vnni

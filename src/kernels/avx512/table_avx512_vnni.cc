@@ -1,4 +1,5 @@
-// The AVX-512 VNNI table: the AVX2 table with the VPDPBUSD matmuls.
+// The AVX-512 VNNI table: the AVX2 table with the VPDPBUSD matmuls, the AVX-512 attention and the 16-lane
+// row operators.
 #include "kernels/avx512/avx512_vnni.h"
 #include "kernels/tables.h"
 
@@ -10,6 +11,8 @@ const KernelTable& avx512_vnni_table() {
     k.name = "avx512-vnni";
     k.matmul_q4g32r8 = avx512_vnni::matmul_q4g32r8;
     k.attention = avx512_vnni::attention;
+    k.rmsnorm = avx512_vnni::rmsnorm;
+    k.swiglu = avx512_vnni::swiglu;
     return k;
   }();
   return t;
