@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace pocket::kernels {
 
@@ -145,13 +146,22 @@ void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n
   }, row_grain(n));
 }
 
-void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta,
-          RopeStyle style) {
+void rope_angles(float* cs, float* sn, int64_t head_dim, int64_t pos, float theta) {
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    const float angle = static_cast<float>(pos) * freq;
+    cs[i] = std::cos(angle);
+    sn[i] = std::sin(angle);
+  }
+}
+
+void rope(ThreadPool& pool, float* x, int64_t m, int64_t n_heads, int64_t head_dim, const float* cs,
+          const float* sn, RopeStyle style) {
   const auto fn = active().rope;
   assert(head_dim <= kMaxHeadDim && head_dim % 2 == 0);
-  const int64_t stride = n_heads * head_dim;
+  const int64_t stride = n_heads * head_dim, half = head_dim / 2;
   pool.run(m, [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) fn(x + i * stride, n_heads, head_dim, pos0 + i, theta, style);
+    for (int64_t i = b; i < e; ++i) fn(x + i * stride, n_heads, head_dim, cs + i * half, sn + i * half, style);
   }, row_grain(stride));
 }
 

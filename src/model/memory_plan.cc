@@ -22,6 +22,7 @@ ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s) {
   z.hb = m * h.n_ff;
   z.hb2 = m * h.n_ff;
   z.att = s.n_threads * s.n_ctx;
+  z.rope = m * (h.head_dim / 2) * 2;
   z.row_buf = s.n_threads * std::max({h.n_embd, h.n_ff, h.q_dim()});
   z.logits = s.n_logit_rows * h.n_vocab;
   z.candidates = h.n_vocab;
@@ -35,7 +36,7 @@ MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t pa
   p.weights = package_bytes;
   p.kv_cache = 2ull * h.n_layers * s.n_ctx * h.kv_dim() * (s.kv_f16 ? 2 : 4);
   const ScratchSizes z = scratch_sizes(h, s);
-  const int64_t floats = z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.row_buf + z.tiles;
+  const int64_t floats = z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.rope + z.row_buf + z.tiles;
   p.activations = sizeof(float) * static_cast<uint64_t>(floats) +
                   sizeof(quant::ActBlock) * static_cast<uint64_t>(z.act_blocks);
   // Candidates: one (id, logit) pair per vocabulary entry; plus the recent-token ring for penalties.

@@ -37,6 +37,7 @@ struct MemoryPlan {
 // Exact sizes of every buffer a Session allocates for this shape (the Session allocates from this plan).
 struct ScratchSizes {
   int64_t x, xb, xb2, q, k, v, hb, hb2, att, row_buf, logits, candidates;  // in floats (candidates: entries)
+  int64_t rope;        // the batch's rotary cosines and sines, in floats (kernels::rope_angles)
   int64_t act_blocks;  // int8 activation blocks (40 bytes each)
   int64_t tiles;       // per-thread residual product tiles, in floats (0 without residual_act)
 };

@@ -61,6 +61,8 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   t->hb_.assign(sz(z.hb), 0.0f);
   t->hb2_.assign(sz(z.hb2), 0.0f);
   t->att_.assign(sz(z.att), 0.0f);
+  t->rope_cs_.assign(sz(z.rope / 2), 0.0f);
+  t->rope_sn_.assign(sz(z.rope / 2), 0.0f);
   t->row_buf_.assign(sz(z.row_buf), 0.0f);
   t->logits_.assign(sz(z.logits), 0.0f);
   return t;
@@ -129,6 +131,12 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
   };
 
   for (int64_t i = 0; i < m; ++i) weight_row_to_f32(x + i * d, w.token_embd, tokens[i]);
+  if (fast) {  // the rows' rotary angles, shared by every layer's q and k
+    for (int64_t i = 0; i < m; ++i) {
+      kernels::rope_angles(rope_cs_.data() + i * (hd / 2), rope_sn_.data() + i * (hd / 2), hd, n_past_ + i,
+                           h.rope_theta);
+    }
+  }
 
   for (int64_t l = 0; l < h.n_layers; ++l) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
@@ -212,8 +220,8 @@ void Transformer::qkv_fast(int64_t layer, int64_t m) {
     kernels::rmsnorm(pool, k_.data(), k_.data(), L.k_norm.f32(), m * h.n_kv_heads, hd, h.norm_eps);
   }
   const auto style = h.rope_style == RopeStyle::kNeox ? kernels::RopeStyle::kNeox : kernels::RopeStyle::kInterleaved;
-  kernels::rope(pool, q_.data(), m, h.n_heads, hd, n_past_, h.rope_theta, style);
-  kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, n_past_, h.rope_theta, style);
+  kernels::rope(pool, q_.data(), m, h.n_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
+  kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
   uint16_t* kc = k_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
   uint16_t* vc = v_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
   pool.run(m * kvd, [&](int64_t b, int64_t e, int) {

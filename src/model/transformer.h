@@ -68,6 +68,7 @@ class Transformer {
   // Scratch, sized by scratch_sizes(): row-major [n_batch, width] activations.
   std::vector<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_;
   std::vector<float> att_;      // [n_threads][n_ctx] attention scores
+  std::vector<float> rope_cs_, rope_sn_;  // [n_batch][head_dim / 2]: the chunk's rotary angles (fast path)
   std::vector<float> row_buf_;  // [n_threads][max width] dequantised weight rows
   std::vector<float> logits_;   // [n_logit_rows][n_vocab]
 };

@@ -11,6 +11,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/ops_ref.h"
 
 namespace pocket::kernels {
 namespace {
@@ -78,8 +79,9 @@ TEST(Ops, SwigluMatchesRef) {
   }
 }
 
-// RoPE: same angles (computed with the reference's formula); the rotation is the same two products and a
-// sum, possibly contracted to an FMA on some ISAs: absolute 1e-6 of the pair's magnitude.
+// RoPE: every table, given rope_angles' cosines and sines, against ops_ref's per-pair rope_neox /
+// rope_interleaved, which compute the angles themselves (the same formula): the rotation is the same two
+// products and a sum, possibly contracted to an FMA on some ISAs: absolute 1e-6 of the pair's magnitude.
 TEST(Ops, RopeMatchesRef) {
   std::mt19937 rng(4);
   for (RopeStyle style : {RopeStyle::kInterleaved, RopeStyle::kNeox}) {
@@ -88,11 +90,18 @@ TEST(Ops, RopeMatchesRef) {
         const int64_t nh = 3;
         const auto x = random_vec(nh * hd, rng);
         auto want = x, got = x;
-        available(0).rope(want.data(), nh, hd, pos, 10000.0f, style);
-        for (int ti = 1; ti < n_available(); ++ti) {
+        for (int64_t h = 0; h < nh; ++h) {
+          if (style == RopeStyle::kNeox) pocket::ref::rope_neox(want.data() + h * hd, hd, pos, 10000.0f);
+          else pocket::ref::rope_interleaved(want.data() + h * hd, hd, pos, 10000.0f);
+        }
+        std::vector<float> cs(static_cast<size_t>(hd / 2)), sn(cs.size());
+        rope_angles(cs.data(), sn.data(), hd, pos, 10000.0f);
+        for (int ti = 0; ti < n_available(); ++ti) {
           got = x;
-          available(ti).rope(got.data(), nh, hd, pos, 10000.0f, style);
-          for (int64_t i = 0; i < nh * hd; ++i) ASSERT_NEAR(got[i], want[i], 1e-6f * 4.0f) << hd << " " << pos;
+          available(ti).rope(got.data(), nh, hd, cs.data(), sn.data(), style);
+          for (int64_t i = 0; i < nh * hd; ++i) {
+            ASSERT_NEAR(got[i], want[i], 1e-6f * 4.0f) << available(ti).name << " " << hd << " " << pos;
+          }
         }
       }
     }

@@ -88,24 +88,16 @@ void softmax(float* x, int64_t n) {
   for (; i < n; ++i) x[i] *= inv;
 }
 
-void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float theta, RopeStyle style) {
-  // The angles depend only on (pos, pair index): computed once per row with the reference's formula, then
-  // applied to every head with vector multiplies.
+void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cs, const float* sn, RopeStyle style) {
+  // The row's angles (rope_angles) applied to every head with vector multiplies.
   const int64_t half = head_dim / 2;
-  alignas(32) float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
-  for (int64_t i = 0; i < half; ++i) {
-    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-    const float angle = static_cast<float>(pos) * freq;
-    cs[i] = std::cos(angle);
-    sn[i] = std::sin(angle);
-  }
   for (int64_t h = 0; h < n_heads; ++h) {
     float* p = x + h * head_dim;
     int64_t i = 0;
     if (style == RopeStyle::kNeox) {
       for (; i + 8 <= half; i += 8) {
         const __m256 a = _mm256_loadu_ps(p + i), b = _mm256_loadu_ps(p + half + i);
-        const __m256 c = _mm256_load_ps(cs + i), s = _mm256_load_ps(sn + i);
+        const __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
         _mm256_storeu_ps(p + i, _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
         _mm256_storeu_ps(p + half + i, _mm256_add_ps(_mm256_mul_ps(a, s), _mm256_mul_ps(b, c)));
       }
@@ -118,7 +110,7 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float theta,
       // Pairs (p[2i], p[2i+1]): 4 pairs per vector; duplicate each angle's cos/sin into both lanes.
       for (; i + 4 <= half; i += 4) {
         const __m256 v = _mm256_loadu_ps(p + 2 * i);
-        const __m128 c4 = _mm_load_ps(cs + i), s4 = _mm_load_ps(sn + i);
+        const __m128 c4 = _mm_loadu_ps(cs + i), s4 = _mm_loadu_ps(sn + i);
         const __m256 c = _mm256_set_m128(_mm_unpackhi_ps(c4, c4), _mm_unpacklo_ps(c4, c4));
         const __m256 s = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
         const __m256 sw = _mm256_permute_ps(v, 0xb1);  // (b, a) per pair

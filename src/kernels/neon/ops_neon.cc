@@ -135,15 +135,8 @@ void softmax(float* x, int64_t n) {
   for (; i < n; ++i) x[i] *= inv;
 }
 
-void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float theta, RopeStyle style) {
+void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cs, const float* sn, RopeStyle style) {
   const int64_t half = head_dim / 2;
-  float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
-  for (int64_t i = 0; i < half; ++i) {
-    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-    const float angle = static_cast<float>(pos) * freq;
-    cs[i] = std::cos(angle);
-    sn[i] = std::sin(angle);
-  }
   for (int64_t h = 0; h < n_heads; ++h) {
     float* p = x + h * head_dim;
     int64_t i = 0;

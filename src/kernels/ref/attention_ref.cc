@@ -62,12 +62,17 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
   }
 }
 
-void rope_heads(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float theta, RopeStyle style) {
+void rope_heads(float* x, int64_t n_heads, int64_t head_dim, const float* cs, const float* sn, RopeStyle style) {
+  const int64_t half = head_dim / 2;
   for (int64_t h = 0; h < n_heads; ++h) {
-    if (style == RopeStyle::kNeox) {
-      pocket::ref::rope_neox(x + h * head_dim, head_dim, pos, theta);
-    } else {
-      pocket::ref::rope_interleaved(x + h * head_dim, head_dim, pos, theta);
+    float* p = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      // Pair i: (p[i], p[i + half]) for NeoX, (p[2i], p[2i + 1]) interleaved; ops_ref's rotation.
+      float& a = style == RopeStyle::kNeox ? p[i] : p[2 * i];
+      float& b = style == RopeStyle::kNeox ? p[i + half] : p[2 * i + 1];
+      const float x0 = a, x1 = b;
+      a = x0 * cs[i] - x1 * sn[i];
+      b = x0 * sn[i] + x1 * cs[i];
     }
   }
 }
