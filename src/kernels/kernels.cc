@@ -146,6 +146,11 @@ void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n
   }, row_grain(n));
 }
 
+void to_f16(ThreadPool& pool, uint16_t* out, const float* in, int64_t n) {
+  const auto fn = active().f32_to_f16;
+  pool.run(n, [&](int64_t b, int64_t e, int) { fn(out + b, in + b, e - b); }, kInlineElements);
+}
+
 void rope_angles(float* cs, float* sn, int64_t head_dim, int64_t pos, float theta) {
   for (int64_t i = 0; i < head_dim / 2; ++i) {
     const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));

@@ -67,6 +67,9 @@ struct KernelTable {
   void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cs, const float* sn,
                RopeStyle style) = nullptr;
   void (*swiglu)(float* gate, const float* up, int64_t n) = nullptr;  // gate = silu(gate) * up
+  // out[i] = f32_to_f16(in[i]) (core/half.h: round to nearest even, overflow to infinity, subnormals kept),
+  // bit for bit for every non-NaN input; NaN stays NaN. The KV cache write.
+  void (*f32_to_f16)(uint16_t* out, const float* in, int64_t n) = nullptr;
   // Causal GQA attention, flash style (online softmax over key tiles; no [m, n_ctx] score matrix).
   // q: [m, n_heads, head_dim] f32; k, v: [n_ctx, n_kv_heads, head_dim] f16 (n_ctx >= pos0 + m);
   // out: [m, n_heads, head_dim] f32. Tasks t in [t0, t1) of n_kv_heads * m, kv head major: kv head t / m and
@@ -135,6 +138,8 @@ void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps);
 void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n);
 void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n);
+// n floats to f16 (KernelTable::f32_to_f16), split over the pool when n is large.
+void to_f16(ThreadPool& pool, uint16_t* out, const float* in, int64_t n);
 // The rotary angles of position pos, with the reference's formula (ref::rope_neox): for i < head_dim / 2,
 // angle_i = pos * (1 / theta^(2i / head_dim)) in float, cs[i] = cos(angle_i), sn[i] = sin(angle_i). A forward
 // pass computes them once per row and every layer's q and k reuse them (per layer and head they were 3 libm

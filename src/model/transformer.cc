@@ -224,12 +224,8 @@ void Transformer::qkv_fast(int64_t layer, int64_t m) {
   kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
   uint16_t* kc = k_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
   uint16_t* vc = v_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
-  pool.run(m * kvd, [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) {
-      kc[i] = f32_to_f16(k_[static_cast<size_t>(i)]);
-      vc[i] = f32_to_f16(v_[static_cast<size_t>(i)]);
-    }
-  }, 4096);  // a decode step's few hundred values are converted inline, not handed to the pool
+  kernels::to_f16(pool, kc, k_.data(), m * kvd);  // a decode step's few hundred values run inline
+  kernels::to_f16(pool, vc, v_.data(), m * kvd);
 }
 
 void Transformer::attention(int64_t layer, int64_t m) {

@@ -16,7 +16,8 @@ TEST(Dispatch, EveryTableIsComplete) {
     const KernelTable& k = available(i);
     std::printf("kernel table %d: %.*s\n", i, static_cast<int>(k.name.size()), k.name.data());
     EXPECT_TRUE(k.matmul_q8g32 && k.matmul_q4g32 && k.matmul_q4g64 && k.matmul_q4g32a && k.matmul_f32 &&
-                k.matmul_f16 && k.quantize_act && k.rmsnorm && k.softmax && k.rope && k.swiglu && k.attention)
+                k.matmul_f16 && k.quantize_act && k.rmsnorm && k.softmax && k.rope && k.swiglu && k.attention &&
+                k.f32_to_f16)
         << k.name;
   }
 }

@@ -108,6 +108,37 @@ TEST(Ops, RopeMatchesRef) {
   }
 }
 
+// The KV cache write: every table's f32 -> f16 against core/half.h's f32_to_f16, bit for bit, over ties,
+// subnormals, the overflow threshold, infinities, signed zeros, f32 subnormals and random bit patterns of
+// every exponent, at lengths that leave every tail size; NaN must stay NaN.
+TEST(Ops, F32ToF16MatchesCore) {
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e9f, INFINITY,
+                          -INFINITY, 0x1p-14f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f, 0x1p-140f,
+                          1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 0x1.ffcp-15f, 0x1.002p-14f, 5.9604645e-8f};
+  std::mt19937 rng(6);
+  for (int i = 0; i < 20000; ++i) {
+    uint32_t bits = static_cast<uint32_t>(rng());
+    if ((bits & 0x7f800000u) == 0x7f800000u) bits &= 0xbfffffffu;  // no NaN (payloads may differ)
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    x.push_back(f);
+    x.push_back(std::ldexp(static_cast<float>(rng() % 2048) + 0.5f, -static_cast<int>(rng() % 40)));  // ties
+  }
+  for (int ti = 0; ti < n_available(); ++ti) {
+    for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{9}, int64_t{37}, static_cast<int64_t>(x.size())}) {
+      std::vector<uint16_t> got(static_cast<size_t>(n), 0xdead);
+      available(ti).f32_to_f16(got.data(), x.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], f32_to_f16(x[i])) << available(ti).name << " " << x[i] << " n " << n;
+      }
+    }
+    const float nan[3] = {NAN, -NAN, NAN};
+    uint16_t h[3];
+    available(ti).f32_to_f16(h, nan, 3);
+    for (uint16_t v : h) EXPECT_TRUE(std::isnan(f16_to_f32(v))) << available(ti).name;
+  }
+}
+
 struct Attn {
   AttentionShape s;
   std::vector<float> q;

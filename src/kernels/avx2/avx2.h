@@ -27,6 +27,7 @@ void quantize_act(ActBlock* out, const float* x, int64_t n);
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps);
 void softmax(float* x, int64_t n);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cs, const float* sn, RopeStyle style);
+void f32_to_f16(uint16_t* out, const float* in, int64_t n);
 void swiglu(float* gate, const float* up, int64_t n);
 void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
                int64_t t0, int64_t t1);

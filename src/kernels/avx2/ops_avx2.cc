@@ -141,4 +141,22 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
+// VCVTPS2PH with round to nearest even: the same rounding, overflow and subnormals as core/half.h's
+// f32_to_f16 (NaN payloads aside). The tail goes through a padded vector (calling the inline f32_to_f16
+// from this AVX2-compiled file could leave an AVX2 copy of it for the linker to pick for baseline code).
+void f32_to_f16(uint16_t* out, const float* in, int64_t n) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRound));
+  }
+  if (i < n) {
+    alignas(32) float f[8] = {};
+    alignas(16) uint16_t h[8];
+    std::copy(in + i, in + n, f);
+    _mm_store_si128(reinterpret_cast<__m128i*>(h), _mm256_cvtps_ph(_mm256_load_ps(f), kRound));
+    std::copy(h, h + (n - i), out + i);
+  }
+}
+
 }  // namespace pocket::kernels::avx2

@@ -21,6 +21,7 @@ const KernelTable& avx2_table() {
     k.rope = avx2::rope;
     k.swiglu = avx2::swiglu;
     k.attention = avx2::attention;
+    k.f32_to_f16 = avx2::f32_to_f16;
     return k;
   }();
   return t;

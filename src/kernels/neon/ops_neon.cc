@@ -183,4 +183,18 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
+// FCVTN (round to nearest even under the default FPCR): the same rounding, overflow and subnormals as
+// core/half.h's f32_to_f16 (NaN payloads aside); the tail through a padded vector.
+void f32_to_f16(uint16_t* out, const float* in, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(in + i))));
+  if (i < n) {
+    float f[4] = {};
+    uint16_t h[4];
+    std::copy(in + i, in + n, f);
+    vst1_u16(h, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(f))));
+    std::copy(h, h + (n - i), out + i);
+  }
+}
+
 }  // namespace pocket::kernels::neon

@@ -21,6 +21,7 @@ KernelTable base() {
   k.rope = neon::rope;
   k.swiglu = neon::swiglu;
   k.attention = neon::attention;
+  k.f32_to_f16 = neon::f32_to_f16;
   return k;
 }
 

@@ -1,4 +1,5 @@
 // The scalar table: portable, and the ground truth every ISA table is tested against.
+#include "core/half.h"
 #include "kernels/ref/attention_ref.h"
 #include "kernels/ref/matmul_ref.h"
 #include "kernels/ref/ops_ref.h"
@@ -24,6 +25,9 @@ const KernelTable& ref_table() {
     k.rope = ref::rope_heads;
     k.swiglu = pocket::ref::swiglu;
     k.attention = ref::attention;
+    k.f32_to_f16 = [](uint16_t* out, const float* in, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) out[i] = pocket::f32_to_f16(in[i]);
+    };
     return k;
   }();
   return t;
