@@ -224,7 +224,7 @@ void Transformer::qkv_fast(int64_t layer, int64_t m) {
   kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
   uint16_t* kc = k_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
   uint16_t* vc = v_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
-  kernels::to_f16(pool, kc, k_.data(), m * kvd);  // a decode step's few hundred values run inline
+  kernels::to_f16(pool, kc, k_.data(), m * kvd);  // inline below kInlineElements (kernels.cc)
   kernels::to_f16(pool, vc, v_.data(), m * kvd);
 }
 
