@@ -23,6 +23,30 @@ Expected<HugePageMapping> map_huge_aligned(uint64_t bytes) {
   return m;
 }
 
+Expected<HugeBuffer> HugeBuffer::allocate(uint64_t bytes) {
+  auto m = map_huge_aligned(bytes);
+  if (!m.has_value()) return m.status();
+  HugeBuffer b;
+  b.m_ = *m;
+  b.bytes_ = bytes;
+  return b;
+}
+
+HugeBuffer& HugeBuffer::operator=(HugeBuffer&& o) noexcept {
+  if (this != &o) {
+    if (m_.map != nullptr) munmap(m_.map, m_.len);
+    m_ = o.m_;
+    bytes_ = o.bytes_;
+    o.m_ = {};
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+HugeBuffer::~HugeBuffer() {
+  if (m_.map != nullptr) munmap(m_.map, m_.len);
+}
+
 void advise_huge_pages(void* p, uint64_t bytes) {
 #ifdef MADV_HUGEPAGE
   if (bytes >= kHugePageBytes) (void)madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);

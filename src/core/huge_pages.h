@@ -26,4 +26,26 @@ Expected<HugePageMapping> map_huge_aligned(uint64_t bytes);
 // page cache's 2 MiB folios with one entry each).
 void advise_huge_pages(void* p, uint64_t bytes);
 
+// An owned map_huge_aligned mapping of `bytes` (unmapped on destruction), zero-filled as anonymous memory
+// is. The f16 KV cache lives in one: an attention pass walks each layer's cache at a stride of one position
+// per n_kv_heads heads, a new 4 KiB page every few positions, so in 4 KiB pages its loads (and prefetches)
+// wait on page walks.
+class HugeBuffer {
+ public:
+  HugeBuffer() = default;
+  static Expected<HugeBuffer> allocate(uint64_t bytes);
+  HugeBuffer(HugeBuffer&& o) noexcept : m_(o.m_), bytes_(o.bytes_) { o.m_ = {}, o.bytes_ = 0; }
+  HugeBuffer& operator=(HugeBuffer&& o) noexcept;
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  ~HugeBuffer();
+
+  uint8_t* data() const { return m_.data; }
+  uint64_t size() const { return bytes_; }
+
+ private:
+  HugePageMapping m_;
+  uint64_t bytes_ = 0;
+};
+
 }  // namespace pocket

@@ -43,8 +43,12 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   const ScratchSizes z = scratch_sizes(h, s);
   const size_t kv = static_cast<size_t>(h.n_layers * s.n_ctx * h.kv_dim());
   if (s.kv_f16) {
-    t->k_cache16_.assign(kv, 0);
-    t->v_cache16_.assign(kv, 0);
+    auto kb = HugeBuffer::allocate(kv * sizeof(uint16_t));
+    if (!kb.has_value()) return kb.status();
+    auto vb = HugeBuffer::allocate(kv * sizeof(uint16_t));
+    if (!vb.has_value()) return vb.status();
+    t->k_cache16_ = std::move(*kb);
+    t->v_cache16_ = std::move(*vb);
   } else {
     t->k_cache_.assign(kv, 0.0f);
     t->v_cache_.assign(kv, 0.0f);
@@ -174,7 +178,7 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     if (fast) {
       kernels::AttentionShape as{m, n_past_, h.n_heads, h.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
       const size_t off = static_cast<size_t>(l * shape_.n_ctx * kvd);
-      kernels::attention(pool, xb2_.data(), q_.data(), k_cache16_.data() + off, v_cache16_.data() + off, as);
+      kernels::attention(pool, xb2_.data(), q_.data(), k16() + off, v16() + off, as);
     } else {
       attention(l, m);  // -> xb2 [m, q_dim]
     }
@@ -222,8 +226,8 @@ void Transformer::qkv_fast(int64_t layer, int64_t m) {
   const auto style = h.rope_style == RopeStyle::kNeox ? kernels::RopeStyle::kNeox : kernels::RopeStyle::kInterleaved;
   kernels::rope(pool, q_.data(), m, h.n_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
   kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
-  uint16_t* kc = k_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
-  uint16_t* vc = v_cache16_.data() + (layer * shape_.n_ctx + n_past_) * kvd;
+  uint16_t* kc = k16() + (layer * shape_.n_ctx + n_past_) * kvd;
+  uint16_t* vc = v16() + (layer * shape_.n_ctx + n_past_) * kvd;
   kernels::to_f16(pool, kc, k_.data(), m * kvd);  // inline below kInlineElements (kernels.cc)
   kernels::to_f16(pool, vc, v_.data(), m * kvd);
 }

@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "core/huge_pages.h"
+
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "model/activation_observer.h"
@@ -62,7 +64,9 @@ class Transformer {
   ActivationObserver* observer_ = nullptr;  // not owned
   // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32 (reference path) or f16 (kernel path).
   std::vector<float> k_cache_, v_cache_;
-  std::vector<uint16_t> k_cache16_, v_cache16_;
+  HugeBuffer k_cache16_, v_cache16_;  // f16 [n_layers][n_ctx][kv_dim], in 2 MiB pages (core/huge_pages.h)
+  uint16_t* k16() const { return reinterpret_cast<uint16_t*>(k_cache16_.data()); }
+  uint16_t* v16() const { return reinterpret_cast<uint16_t*>(v_cache16_.data()); }
   std::vector<float> tiles_;           // residual product tiles (Q8G32 weights; kernels::Scratch)
   std::vector<quant::ActBlock> xq_;  // [n_batch][act_blocks(max width)] int8 activations
   // Scratch, sized by scratch_sizes(): row-major [n_batch, width] activations.
