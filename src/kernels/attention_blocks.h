@@ -41,7 +41,9 @@ constexpr bool transposed_keys() {
 template <typename Ops>
 void attention_row_block(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
                          int64_t kvh, int64_t r0, int64_t r1) {
-  const int64_t hd = s.head_dim, g = s.n_heads / s.n_kv_heads, kv_stride = s.n_kv_heads * hd;
+  const int64_t hd = s.head_dim, g = s.n_heads / s.n_kv_heads, kv_stride = kv_pos_stride(s);
+  k += kvh * kv_head_stride(s);  // this kv head's position 0
+  v += kvh * kv_head_stride(s);
   alignas(64) float kf[kAttentionKeyTile * kMaxHeadDim];
   alignas(64) float vf[kAttentionKeyTile * kMaxHeadDim];
   float run_max[kAttentionRows][kMaxGroup], run_sum[kAttentionRows][kMaxGroup];
@@ -54,26 +56,25 @@ void attention_row_block(float* out, const float* q, const uint16_t* k, const ui
   for (int64_t j0 = 0; j0 < keys_max; j0 += kAttentionKeyTile) {
     const int64_t nt_max = std::min(kAttentionKeyTile, keys_max - j0);
     if constexpr (transposed_keys<Ops>()) {
-      Ops::keys_transposed(kf, k + j0 * kv_stride + kvh * hd, kv_stride, hd, nt_max);
+      Ops::keys_transposed(kf, k + j0 * kv_stride, kv_stride, hd, nt_max);
     }
     for (int64_t j = 0; j < nt_max; ++j) {
       // Key j of the next tile and its value into L2 (prefetcht1), one position per converted position: at
-      // long contexts the cache comes from DRAM, read once per pass, and a thread's kv head is 2 lines per
-      // position at a stride of n_kv_heads * head_dim halves, which the hardware prefetchers follow poorly.
+      // long contexts the cache comes from DRAM or L3, read once per pass.
       // pocket-0.3b's shape at depth 1024, 20 layers' caches evicted between passes, 2 threads (Intel Xeon
       // VM, medians of 40 alternating runs): 8 rows 4.13 -> 3.65-3.68 ms, one decode row 1.67-1.69 ->
       // 1.30-1.32 ms (the same cache kept hot: 3.25 and 0.94 ms). One tile ahead in a burst per tile: 3.71
       // and 1.33 ms.
       if (j0 + kAttentionKeyTile + j < keys_max) {
-        const char* kn = reinterpret_cast<const char*>(k + (j0 + kAttentionKeyTile + j) * kv_stride + kvh * hd);
-        const char* vn = reinterpret_cast<const char*>(v + (j0 + kAttentionKeyTile + j) * kv_stride + kvh * hd);
+        const char* kn = reinterpret_cast<const char*>(k + (j0 + kAttentionKeyTile + j) * kv_stride);
+        const char* vn = reinterpret_cast<const char*>(v + (j0 + kAttentionKeyTile + j) * kv_stride);
         for (int64_t b = 0; b < hd * static_cast<int64_t>(sizeof(uint16_t)); b += 64) {
           __builtin_prefetch(kn + b, 0, 2);
           __builtin_prefetch(vn + b, 0, 2);
         }
       }
-      if constexpr (!transposed_keys<Ops>()) Ops::f16_row(kf + j * hd, k + (j0 + j) * kv_stride + kvh * hd, hd);
-      Ops::f16_row(vf + j * hd, v + (j0 + j) * kv_stride + kvh * hd, hd);
+      if constexpr (!transposed_keys<Ops>()) Ops::f16_row(kf + j * hd, k + (j0 + j) * kv_stride, hd);
+      Ops::f16_row(vf + j * hd, v + (j0 + j) * kv_stride, hd);
     }
     for (int64_t r = std::max(r0, j0 - s.pos0); r < r1; ++r) {  // rows with keys in this tile
       const int64_t nt = std::min(kAttentionKeyTile, s.pos0 + r + 1 - j0);

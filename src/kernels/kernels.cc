@@ -149,9 +149,16 @@ void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n
   }, row_grain(n));
 }
 
-void to_f16(ThreadPool& pool, uint16_t* out, const float* in, int64_t n) {
+void to_f16_heads(ThreadPool& pool, uint16_t* out, int64_t head_stride, const float* in, int64_t m,
+                  int64_t n_heads, int64_t head_dim) {
   const auto fn = active().f32_to_f16;
-  pool.run(n, [&](int64_t b, int64_t e, int) { fn(out + b, in + b, e - b); }, kInlineElements);
+  pool.run(m, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      for (int64_t h = 0; h < n_heads; ++h) {
+        fn(out + h * head_stride + i * head_dim, in + (i * n_heads + h) * head_dim, head_dim);
+      }
+    }
+  }, row_grain(n_heads * head_dim));
 }
 
 void rope_angles(float* cs, float* sn, int64_t head_dim, int64_t pos, float theta) {

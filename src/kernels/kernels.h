@@ -33,7 +33,17 @@ struct AttentionShape {
   int64_t n_kv_heads = 1;  // n_heads is a multiple of it (GQA); head h reads kv head h / (n_heads / n_kv_heads)
   int64_t head_dim = 64;   // at most kMaxHeadDim
   float scale = 0.125f;    // usually 1 / sqrt(head_dim)
+  // The cache's layout, in elements: key/value head h of position j at k + h * head_stride + j * pos_stride.
+  // 0 means the interleaved layout [n_ctx][n_kv_heads][head_dim] (pos_stride = n_kv_heads * head_dim,
+  // head_stride = head_dim); the model's cache is head-major [n_kv_heads][n_ctx][head_dim] (pos_stride =
+  // head_dim, head_stride = n_ctx * head_dim), so a kv head's walk is one contiguous run.
+  int64_t pos_stride = 0;
+  int64_t head_stride = 0;
 };
+inline int64_t kv_pos_stride(const AttentionShape& s) {
+  return s.pos_stride != 0 ? s.pos_stride : s.n_kv_heads * s.head_dim;
+}
+inline int64_t kv_head_stride(const AttentionShape& s) { return s.head_stride != 0 ? s.head_stride : s.head_dim; }
 inline constexpr int64_t kMaxHeadDim = 256;
 inline constexpr int64_t kMaxGroup = 16;  // n_heads / n_kv_heads
 inline constexpr int64_t kAttentionRows = 16;  // rows of one kv head per attention call from the pool wrapper
@@ -138,8 +148,10 @@ void matmul_shared(ThreadPool& pool, float* const* ys, const MatrixView* ws, int
 void rmsnorm(ThreadPool& pool, float* out, const float* x, const float* w, int64_t m, int64_t n, float eps);
 void softmax(ThreadPool& pool, float* x, int64_t m, int64_t n);
 void swiglu(ThreadPool& pool, float* gate, const float* up, int64_t m, int64_t n);
-// n floats to f16 (KernelTable::f32_to_f16), split over the pool when n is large.
-void to_f16(ThreadPool& pool, uint16_t* out, const float* in, int64_t n);
+// The KV cache write: rows [m, n_heads, head_dim] of floats to a head-major f16 cache, row i of head h at
+// out + h * head_stride + i * head_dim (KernelTable::f32_to_f16), split over the pool when large.
+void to_f16_heads(ThreadPool& pool, uint16_t* out, int64_t head_stride, const float* in, int64_t m,
+                  int64_t n_heads, int64_t head_dim);
 // The rotary angles of position pos, with the reference's formula (ref::rope_neox): for i < head_dim / 2,
 // angle_i = pos * (1 / theta^(2i / head_dim)) in float, cs[i] = cos(angle_i), sn[i] = sin(angle_i). A forward
 // pass computes them once per row and every layer's q and k reuse them (per layer and head they were 3 libm

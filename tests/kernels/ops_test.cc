@@ -248,6 +248,35 @@ TEST(Attention, RowsAreBitwiseIndependentOfTheSplit) {
   }
 }
 
+// The cache layout is a parameter: the same keys and values stored head-major ([n_kv_heads][n_ctx][head_dim],
+// the model's cache, with spare positions) give every table bitwise the interleaved layout's output.
+TEST(Attention, HeadMajorCacheMatchesInterleaved) {
+  uint32_t seed = 120;
+  for (const AttnCase& c : kAttnCases) {
+    const Attn a = make_attn(c.m, c.pos0, c.nh, c.nkv, c.hd, seed++);
+    const int64_t n_ctx = c.pos0 + c.m + 3, cap = n_ctx + 5;  // head stride longer than the used positions
+    std::vector<uint16_t> kh(static_cast<size_t>(c.nkv * cap * c.hd), 0x7e00), vh(kh.size(), 0x7e00);  // NaN
+    for (int64_t j = 0; j < n_ctx; ++j) {
+      for (int64_t h = 0; h < c.nkv; ++h) {
+        for (int64_t e = 0; e < c.hd; ++e) {
+          kh[static_cast<size_t>((h * cap + j) * c.hd + e)] = a.k[static_cast<size_t>((j * c.nkv + h) * c.hd + e)];
+          vh[static_cast<size_t>((h * cap + j) * c.hd + e)] = a.v[static_cast<size_t>((j * c.nkv + h) * c.hd + e)];
+        }
+      }
+    }
+    AttentionShape sh = a.s;
+    sh.pos_stride = c.hd;
+    sh.head_stride = cap * c.hd;
+    for (int ti = 0; ti < n_available(); ++ti) {
+      std::vector<float> want(static_cast<size_t>(c.m * c.nh * c.hd), NAN), got(want.size(), NAN);
+      available(ti).attention(want.data(), a.q.data(), a.k.data(), a.v.data(), a.s, 0, c.m * c.nkv);
+      available(ti).attention(got.data(), a.q.data(), kh.data(), vh.data(), sh, 0, c.m * c.nkv);
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << available(ti).name << " m " << c.m << " pos0 " << c.pos0;
+    }
+  }
+}
+
 TEST(Attention, PoolWrapperMatchesSingleCall) {
   ThreadPool pool(2);
   const Attn a = make_attn(33, 40, 8, 2, 64, 9);

@@ -15,7 +15,8 @@ constexpr int64_t kKeyTile = 64;
 
 void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v, const AttentionShape& s,
                int64_t t0, int64_t t1) {
-  const int64_t hd = s.head_dim, g = s.n_heads / s.n_kv_heads, kv_stride = s.n_kv_heads * hd;
+  const int64_t hd = s.head_dim, g = s.n_heads / s.n_kv_heads, kv_stride = kv_pos_stride(s),
+                head_stride = kv_head_stride(s);
   float score[kMaxGroup][kKeyTile];
   float run_max[kMaxGroup], run_sum[kMaxGroup];
   for (int64_t t = t0; t < t1; ++t) {
@@ -29,7 +30,7 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
     for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyTile) {
       const int64_t nt = std::min(kKeyTile, n_keys - j0);
       for (int64_t j = 0; j < nt; ++j) {
-        const uint16_t* kj = k + (j0 + j) * kv_stride + kvh * hd;
+        const uint16_t* kj = k + (j0 + j) * kv_stride + kvh * head_stride;
         for (int64_t h = 0; h < g; ++h) {
           float d = 0.0f;
           for (int64_t e = 0; e < hd; ++e) d += qg[h * hd + e] * f16_to_f32(kj[e]);
@@ -49,7 +50,7 @@ void attention(float* out, const float* q, const uint16_t* k, const uint16_t* v,
         run_max[h] = mx;
       }
       for (int64_t j = 0; j < nt; ++j) {
-        const uint16_t* vj = v + (j0 + j) * kv_stride + kvh * hd;
+        const uint16_t* vj = v + (j0 + j) * kv_stride + kvh * head_stride;
         for (int64_t h = 0; h < g; ++h) {
           for (int64_t e = 0; e < hd; ++e) og[h * hd + e] += score[h][j] * f16_to_f32(vj[e]);
         }
