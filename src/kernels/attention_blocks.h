@@ -60,11 +60,10 @@ void attention_row_block(float* out, const float* q, const uint16_t* k, const ui
     }
     for (int64_t j = 0; j < nt_max; ++j) {
       // Key j of the next tile and its value into L2 (prefetcht1), one position per converted position: at
-      // long contexts the cache comes from DRAM or L3, read once per pass.
-      // pocket-0.3b's shape at depth 1024, 20 layers' caches evicted between passes, 2 threads (Intel Xeon
-      // VM, medians of 40 alternating runs): 8 rows 4.13 -> 3.65-3.68 ms, one decode row 1.67-1.69 ->
-      // 1.30-1.32 ms (the same cache kept hot: 3.25 and 0.94 ms). One tile ahead in a burst per tile: 3.71
-      // and 1.33 ms.
+      // long contexts the cache comes from DRAM or L3, read once per pass. pocket-0.3b at depth 1024 (Intel
+      // Xeon VM, head-major cache, time inside the attention jobs per pass and thread, with and without it
+      // alternating in one process): 8-row verify 3.92-4.30 -> 3.58-3.85 ms, decode 1.65-1.72 -> 1.38-1.40
+      // ms. Two tiles ahead, into L1, or spread over the rows' work: no better.
       if (j0 + kAttentionKeyTile + j < keys_max) {
         const char* kn = reinterpret_cast<const char*>(k + (j0 + kAttentionKeyTile + j) * kv_stride);
         const char* vn = reinterpret_cast<const char*>(v + (j0 + kAttentionKeyTile + j) * kv_stride);
