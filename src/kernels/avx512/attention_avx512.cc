@@ -18,19 +18,11 @@
 //
 // This file is compiled with AVX-512 flags: everything stays in an anonymous namespace, no out-of-line
 // library templates are called, so no AVX-512 code can be merged into code that runs on other CPUs.
-#include <immintrin.h>
-
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-// GCC bug 105593, as in matmul_avx512_vnni.cc: the intrinsics' self-initialised "undefined" vectors, here
-// reported as certainly uninitialised once inlined.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 #include <cmath>
 
 #include "kernels/attention_blocks.h"
 #include "kernels/avx512/avx512_vnni.h"
+#include "kernels/avx512/common_avx512.h"
 
 namespace pocket::kernels::avx512_vnni {
 namespace {
@@ -39,10 +31,6 @@ constexpr int64_t kT = kAttentionKeyTile;  // row stride of the transposed key t
 static_assert(kT % 16 == 0 && kT <= 64);
 constexpr int kMaxJ = static_cast<int>(kT / 16);  // key vectors per tile
 constexpr int kHeads = 4;                         // query heads per register block
-
-inline __mmask16 first_lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
-}
 
 // 2^x for x <= 0 (and -inf), the scores already in base 2 (the scale carries log2 e): n = round(x) from the
 // 1.5 * 2^23 rounding constant (plus the exponent bias 127, so the sum's low bits are n + 127), r = x - n in

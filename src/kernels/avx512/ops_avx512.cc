@@ -6,24 +6,13 @@
 // This file is compiled with AVX-512 flags: everything stays in an anonymous namespace or the avx512_vnni
 // namespace, no out-of-line library templates are called, so no AVX-512 code can be merged into code that
 // runs on other CPUs.
-#include <immintrin.h>
-
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-// GCC bug 105593, as in matmul_avx512_vnni.cc.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 #include <cmath>
 
 #include "kernels/avx512/avx512_vnni.h"
+#include "kernels/avx512/common_avx512.h"
 
 namespace pocket::kernels::avx512_vnni {
 namespace {
-
-inline __mmask16 first_lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
-}
 
 // e^x, the AVX2 exp8 (avx2/math_avx2.h) on 16 lanes: 2^n * p(r), relative error < 2e-7 on [-87, 88]; below
 // -87 0, above 88 clamped.
