@@ -27,14 +27,16 @@ Expected<HugePageMapping> map_huge_aligned(uint64_t bytes);
 void advise_huge_pages(void* p, uint64_t bytes);
 
 // An owned map_huge_aligned mapping of `bytes` (unmapped on destruction), zero-filled as anonymous memory
-// is. The f16 KV cache lives in one: an attention pass walks each layer's cache at a stride of one position
-// per n_kv_heads heads, a new 4 KiB page every few positions, so in 4 KiB pages its loads (and prefetches)
-// wait on page walks.
+// is. The f16 KV cache lives in one: every attention pass streams the whole cache, and where transparent
+// huge pages are madvise-only a std::vector stays in 4 KiB pages (a page walk every 4 KiB).
 class HugeBuffer {
  public:
   HugeBuffer() = default;
   static Expected<HugeBuffer> allocate(uint64_t bytes);
-  HugeBuffer(HugeBuffer&& o) noexcept : m_(o.m_), bytes_(o.bytes_) { o.m_ = {}, o.bytes_ = 0; }
+  HugeBuffer(HugeBuffer&& o) noexcept : m_(o.m_), bytes_(o.bytes_) {
+    o.m_ = {};
+    o.bytes_ = 0;
+  }
   HugeBuffer& operator=(HugeBuffer&& o) noexcept;
   HugeBuffer(const HugeBuffer&) = delete;
   HugeBuffer& operator=(const HugeBuffer&) = delete;

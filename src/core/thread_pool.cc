@@ -131,8 +131,8 @@ void ThreadPool::worker_loop(int index) {
     auto fresh = [&] { return generation_.load() != seen; };  // seq_cst: pairs with sleepers_
     if (!spin_until(fresh, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mu_);
-      sleepers_.fetch_add(
-          1);  // seq_cst, then re-check: the caller bumps generation_ before reading sleepers_
+      // seq_cst, then re-check: the caller bumps generation_ before reading sleepers_
+      sleepers_.fetch_add(1);
       cv_start_.wait(lock, fresh);
       sleepers_.fetch_sub(1);
     }

@@ -176,10 +176,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
       std::memcpy(v_cache_.data() + at, vi, sizeof(float) * kvd);
     }
     if (fast) {
-      // The f16 cache is head-major within a layer: [n_kv_heads][n_ctx][head_dim] (one contiguous run per
-      // kv head for the attention's walk).
       kernels::AttentionShape as{m, n_past_, h.n_heads, h.n_kv_heads, hd, 1.0f / std::sqrt(static_cast<float>(hd)),
-                                 hd, shape_.n_ctx * hd};
+                                 hd, kv16_head_stride()};  // head-major (k_cache16_)
       const size_t off = static_cast<size_t>(l * shape_.n_ctx * kvd);
       kernels::attention(pool, xb2_.data(), q_.data(), k16() + off, v16() + off, as);
     } else {
@@ -229,10 +227,10 @@ void Transformer::qkv_fast(int64_t layer, int64_t m) {
   const auto style = h.rope_style == RopeStyle::kNeox ? kernels::RopeStyle::kNeox : kernels::RopeStyle::kInterleaved;
   kernels::rope(pool, q_.data(), m, h.n_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
   kernels::rope(pool, k_.data(), m, h.n_kv_heads, hd, rope_cs_.data(), rope_sn_.data(), style);
-  // Head-major layer: kv head h of position p at layer * n_ctx * kv_dim + h * n_ctx * head_dim + p * head_dim.
-  const int64_t at = layer * shape_.n_ctx * kvd + n_past_ * hd, head_stride = shape_.n_ctx * hd;
-  kernels::to_f16_heads(pool, k16() + at, head_stride, k_.data(), m, h.n_kv_heads, hd);
-  kernels::to_f16_heads(pool, v16() + at, head_stride, v_.data(), m, h.n_kv_heads, hd);
+  // kv head h of position p at layer * n_ctx * kv_dim + h * kv16_head_stride() + p * head_dim.
+  const int64_t at = layer * shape_.n_ctx * kvd + n_past_ * hd;
+  kernels::to_f16_heads(pool, k16() + at, kv16_head_stride(), k_.data(), m, h.n_kv_heads, hd);
+  kernels::to_f16_heads(pool, v16() + at, kv16_head_stride(), v_.data(), m, h.n_kv_heads, hd);
 }
 
 void Transformer::attention(int64_t layer, int64_t m) {

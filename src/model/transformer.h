@@ -64,9 +64,12 @@ class Transformer {
   ActivationObserver* observer_ = nullptr;  // not owned
   // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32 (reference path) or f16 (kernel path).
   std::vector<float> k_cache_, v_cache_;
-  HugeBuffer k_cache16_, v_cache16_;  // f16 [n_layers][n_ctx][kv_dim], in 2 MiB pages (core/huge_pages.h)
+  // f16 [n_layers][n_kv_heads][n_ctx][head_dim] (head-major within a layer, so a kv head's attention walk
+  // is one contiguous run), in 2 MiB pages (core/huge_pages.h).
+  HugeBuffer k_cache16_, v_cache16_;
   uint16_t* k16() const { return reinterpret_cast<uint16_t*>(k_cache16_.data()); }
   uint16_t* v16() const { return reinterpret_cast<uint16_t*>(v_cache16_.data()); }
+  int64_t kv16_head_stride() const { return shape_.n_ctx * model_->hparams().head_dim; }  // elements
   std::vector<float> tiles_;           // residual product tiles (Q8G32 weights; kernels::Scratch)
   std::vector<quant::ActBlock> xq_;  // [n_batch][act_blocks(max width)] int8 activations
   // Scratch, sized by scratch_sizes(): row-major [n_batch, width] activations.
