@@ -27,7 +27,8 @@ void check_cover(ThreadPool& pool, int64_t n, int64_t grain) {
         for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
       },
       grain);
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " item " << i;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " item " << i;
   EXPECT_TRUE(aligned.load());
 }
 
@@ -107,6 +108,39 @@ TEST(ThreadPool, FastThreadTakesOverASlowThreadsShare) {
   });
   for (int64_t i = 0; i < 64; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
   EXPECT_GT(by_caller.load(), 32);
+}
+
+TEST(ThreadPool, TailsAreTakenInShrinkingChunks) {
+  // The worker's first chunk [32, 40) is slow. The caller runs its own share [0, 32) in chunks of at most
+  // 8 items (a quarter of a share) and half of what is left, then the worker's unclaimed [40, 64) from the
+  // back, each time half of what is left: the last pieces are single items, so whichever thread ends first
+  // waits for at most about one item of the other's.
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> caller;
+  std::vector<std::atomic<int>> hits(64);
+  std::atomic<bool> worker_started{false};
+  pool.run(64, [&](int64_t b, int64_t e, int t) {
+    if (t != 0 && b == 32) {
+      worker_started.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (t == 0 && b == 0) {  // hold the caller's first chunk until the worker has claimed its share's front
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!worker_started.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    if (t == 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      caller.push_back({b, e});
+    }
+  });
+  for (int64_t i = 0; i < 64; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
+  ASSERT_TRUE(worker_started.load());
+  const std::vector<std::pair<int64_t, int64_t>> expected = {
+      {0, 8},   {8, 16},  {16, 24}, {24, 28}, {28, 30}, {30, 31}, {31, 32},  // own share, from the front
+      {56, 64}, {48, 56}, {44, 48}, {42, 44}, {41, 42}, {40, 41}};           // the worker's, from the back
+  EXPECT_EQ(caller, expected);
 }
 
 TEST(ThreadPool, DestroyIdleAndBusyPools) {
