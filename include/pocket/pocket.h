@@ -133,6 +133,22 @@ pocket_status pocket_generate(pocket_session* session, const char* prompt, size_
                               const pocket_generate_params* params, pocket_token_callback callback, void* user_data,
                               pocket_generate_stats* stats);
 
+/* Speculative decoding's counters for the last pocket_generate on a session (all zero before the first call
+ * and for a session without speculation). The first generated token comes from the prompt's pass; each
+ * later pass verifies one token plus its drafts and yields the accepted drafts plus one token, so
+ * n_passes + n_accepted <= n_generated <= n_passes + n_accepted + 1. */
+typedef struct pocket_spec_stats {
+  int64_t n_passes;        /* target forward passes while decoding */
+  int64_t n_drafted;       /* draft tokens sent to verification */
+  int64_t n_accepted;      /* draft tokens the target accepted */
+  int64_t n_plain;         /* passes run without drafts because speculation was measured slower (spec_fallback) */
+  double tokens_per_pass;  /* (n_accepted + n_passes) / n_passes; 0 without passes */
+  double acceptance_rate;  /* n_accepted / n_drafted; 0 when nothing was drafted */
+} pocket_spec_stats;
+
+/* POCKET_ERR_INVALID_ARGUMENT when session or out is NULL. */
+pocket_status pocket_session_spec_stats(const pocket_session* session, pocket_spec_stats* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -75,6 +75,13 @@ class Session {
     return s == POCKET_OK ? Error{} : last_error(s);
   }
 
+  // Speculative decoding's counters for the last generate() (all zero without speculation).
+  pocket_spec_stats spec_stats() const {
+    pocket_spec_stats st{};
+    if (get() != nullptr) (void)pocket_session_spec_stats(get(), &st);
+    return st;
+  }
+
  private:
   explicit Session(pocket_session* s) : s_(s, &pocket_session_free) {}
   std::unique_ptr<pocket_session, decltype(&pocket_session_free)> s_;

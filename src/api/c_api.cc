@@ -193,6 +193,24 @@ pocket_status pocket_session_reset(pocket_session* s) {
   });
 }
 
+pocket_status pocket_session_spec_stats(const pocket_session* s, pocket_spec_stats* out) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr || out == nullptr) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_spec_stats: session or out is NULL");
+    }
+    *out = pocket_spec_stats{};
+    if (!s->spec) return POCKET_OK;
+    const pocket::SpecStats& st = s->spec->spec_stats();
+    out->n_passes = st.n_passes;
+    out->n_drafted = st.n_drafted;
+    out->n_accepted = st.n_accepted;
+    out->n_plain = st.n_plain;
+    out->tokens_per_pass = st.tokens_per_pass();
+    out->acceptance_rate = st.acceptance_rate();
+    return POCKET_OK;
+  });
+}
+
 void pocket_session_cancel(pocket_session* s) {
   if (s != nullptr) s->cancel.store(true);
 }

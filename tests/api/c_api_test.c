@@ -91,6 +91,16 @@ int main(int argc, char** argv) {
   CHECK(stats.n_generated == c.n_tokens);
   CHECK(c.n_tokens > 0 && c.n_tokens <= 20);
   CHECK(c.len > 0);
+  {
+    /* A plain session has no speculation counters; NULL arguments are refused. */
+    pocket_spec_stats ss;
+    memset(&ss, 0xff, sizeof ss);
+    CHECK(pocket_session_spec_stats(session, &ss) == POCKET_OK);
+    CHECK(ss.n_passes == 0 && ss.n_drafted == 0 && ss.n_accepted == 0 && ss.n_plain == 0);
+    CHECK(ss.tokens_per_pass == 0.0 && ss.acceptance_rate == 0.0);
+    CHECK(pocket_session_spec_stats(NULL, &ss) == POCKET_ERR_INVALID_ARGUMENT);
+    CHECK(pocket_session_spec_stats(session, NULL) == POCKET_ERR_INVALID_ARGUMENT);
+  }
 
   /* Bad parameters are rejected, and the session keeps working. */
   gp.temperature = -1.0f;
@@ -138,8 +148,22 @@ int main(int argc, char** argv) {
       if (spec == NULL) continue;
       collect c4;
       memset(&c4, 0, sizeof c4);
-      CHECK(pocket_generate(spec, text, strlen(text), &gp, on_token, &c4, NULL) == POCKET_OK);
+      pocket_generate_stats gs4;
+      CHECK(pocket_generate(spec, text, strlen(text), &gp, on_token, &c4, &gs4) == POCKET_OK);
       CHECK(c4.len == c.len && memcmp(c4.text, c.text, c.len) == 0);
+      /* The counters account for every generated token: the prompt's pass gives the first, each decode
+       * pass its accepted drafts plus one. */
+      pocket_spec_stats ss;
+      CHECK(pocket_session_spec_stats(spec, &ss) == POCKET_OK);
+      CHECK(ss.n_passes > 0 && ss.n_accepted <= ss.n_drafted && ss.n_plain <= ss.n_passes);
+      CHECK(ss.n_passes + ss.n_accepted <= gs4.n_generated && gs4.n_generated <= ss.n_passes + ss.n_accepted + 1);
+      CHECK(ss.tokens_per_pass == (double)(ss.n_accepted + ss.n_passes) / (double)ss.n_passes);
+      if (method == POCKET_SPEC_DRAFT && !sp.spec_fallback) {
+        /* The model drafting for itself, greedily, always speculating: its drafts are the target's own
+         * choices, accepted unless a batched row's rounding flips a near tie (at most rarely). */
+        CHECK(ss.n_plain == 0 && ss.n_drafted > 0 && 10 * ss.n_accepted >= 9 * ss.n_drafted);
+        CHECK(ss.acceptance_rate >= 0.9 && ss.tokens_per_pass > 1.0);
+      }
       CHECK(pocket_session_reset(spec) == POCKET_OK);
       pocket_session_free(spec);
       spec = NULL;

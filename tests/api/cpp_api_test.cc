@@ -44,6 +44,26 @@ TEST(CppApi, LoadTokenizeGenerate) {
   EXPECT_GE(pieces, stats.n_generated);
   EXPECT_LE(pieces, stats.n_generated + 1);
   EXPECT_GT(pieces, 0);
+  const pocket_spec_stats plain = session.spec_stats();  // no speculation: all zero
+  EXPECT_EQ(plain.n_passes, 0);
+  EXPECT_EQ(plain.n_drafted, 0);
+
+  // Prompt lookup: the counters of the last generate() account for every generated token.
+  pocket_session_params sp = pocket_session_default_params();
+  sp.spec_method = POCKET_SPEC_NGRAM;
+  sp.draft_max = 4;
+  sp.spec_fallback = 0;
+  auto [spec, e6] = pocket::api::Session::create(model, sp);
+  ASSERT_FALSE(e6) << e6.message;
+  pocket_generate_stats sstats{};
+  auto e7 = spec.generate("hello hello hello hello", gp, [](std::string_view) { return true; }, &sstats);
+  ASSERT_FALSE(e7) << e7.message;
+  const pocket_spec_stats ss = spec.spec_stats();
+  EXPECT_GT(ss.n_passes, 0);
+  EXPECT_EQ(ss.n_plain, 0);
+  EXPECT_LE(ss.n_accepted, ss.n_drafted);
+  EXPECT_LE(ss.n_passes + ss.n_accepted, sstats.n_generated);
+  EXPECT_GE(ss.n_passes + ss.n_accepted + 1, sstats.n_generated);
   gp.top_p = NAN;
   gp.temperature = 0.7f;
   EXPECT_EQ(session.generate("hello", gp, [](std::string_view) { return true; }).code, POCKET_ERR_INVALID_ARGUMENT);
