@@ -1,12 +1,11 @@
 // The probe: every thread sums its slice of 64-bit words (a read-only stream the compiler vectorises).
 #include "core/bandwidth_probe.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/huge_pages.h"
@@ -22,23 +21,18 @@ namespace {
 class ProbeBuffer {
  public:
   explicit ProbeBuffer(uint64_t bytes) {
-    if (auto m = map_huge_aligned(bytes)) {
-      map_ = *m;
-      data_ = reinterpret_cast<uint64_t*>(map_.data);
+    if (auto m = HugeBuffer::allocate(bytes)) {
+      huge_ = std::move(*m);
+      data_ = reinterpret_cast<uint64_t*>(huge_.data());
     } else {
       heap_.resize(bytes / sizeof(uint64_t));
       data_ = heap_.data();
     }
   }
-  ~ProbeBuffer() {
-    if (map_.map != nullptr) munmap(map_.map, map_.len);
-  }
-  ProbeBuffer(const ProbeBuffer&) = delete;
-  ProbeBuffer& operator=(const ProbeBuffer&) = delete;
   uint64_t* data() { return data_; }
 
  private:
-  HugePageMapping map_;
+  HugeBuffer huge_;
   std::vector<uint64_t> heap_;
   uint64_t* data_ = nullptr;
 };

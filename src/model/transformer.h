@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/huge_pages.h"
-
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "model/activation_observer.h"
@@ -62,7 +61,7 @@ class Transformer {
   MemoryPlan plan_;
   int64_t n_past_ = 0;
   ActivationObserver* observer_ = nullptr;  // not owned
-  // KV cache: [n_layers][n_ctx][n_kv_heads * head_dim], f32 (reference path) or f16 (kernel path).
+  // f32 KV cache (the reference path): [n_layers][n_ctx][n_kv_heads * head_dim].
   std::vector<float> k_cache_, v_cache_;
   // f16 [n_layers][n_kv_heads][n_ctx][head_dim] (head-major within a layer, so a kv head's attention walk
   // is one contiguous run), in 2 MiB pages (core/huge_pages.h).
