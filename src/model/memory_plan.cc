@@ -28,6 +28,7 @@ ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s) {
   z.candidates = h.n_vocab;
   z.act_blocks = kernels::act_scratch_blocks(s.residual_act, m, std::max({h.n_embd, h.n_ff, h.q_dim()}));
   z.tiles = s.residual_act ? s.n_threads * kernels::residual_tile_floats(m) : 0;
+  z.hidden = static_cast<int64_t>(s.hidden_layers.size()) * m * h.n_embd;
   return z;
 }
 
@@ -36,7 +37,8 @@ MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t pa
   p.weights = package_bytes;
   p.kv_cache = 2ull * h.n_layers * s.n_ctx * h.kv_dim() * (s.kv_f16 ? 2 : 4);
   const ScratchSizes z = scratch_sizes(h, s);
-  const int64_t floats = z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.rope + z.row_buf + z.tiles;
+  const int64_t floats = z.x + z.xb + z.xb2 + z.q + z.k + z.v + z.hb + z.hb2 + z.att + z.rope + z.row_buf + z.tiles +
+                       z.hidden;
   p.activations = sizeof(float) * static_cast<uint64_t>(floats) +
                   sizeof(quant::ActBlock) * static_cast<uint64_t>(z.act_blocks);
   // Candidates: one (id, logit) pair per vocabulary entry; plus the recent-token ring for penalties.

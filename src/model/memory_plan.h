@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/hparams.h"
 
@@ -22,6 +23,10 @@ struct SessionShape {
   int64_t n_logit_rows = 1;  // rows whose logits can be requested at once
   bool kv_f16 = false;       // KV cache in f16 (quantised/f16 models) or f32 (the float32 reference)
   bool residual_act = false;  // some matrix is Q8G32: int8 activations plus their residual (kernels.h)
+  // Layers whose output (the residual stream after the layer) forward() keeps for every row of a chunk, for
+  // drafters conditioned on the target's hidden states (Transformer::hidden_states()). Increasing, each in
+  // [0, n_layers); empty: none.
+  std::vector<int32_t> hidden_layers{};
 };
 
 struct MemoryPlan {
@@ -40,6 +45,7 @@ struct ScratchSizes {
   int64_t rope;        // the batch's rotary cosines and sines, in floats (kernels::rope_angles)
   int64_t act_blocks;  // int8 activation blocks (40 bytes each)
   int64_t tiles;       // per-thread residual product tiles, in floats (0 without residual_act)
+  int64_t hidden;      // [hidden_layers][n_batch][n_embd] kept layer outputs, in floats
 };
 ScratchSizes scratch_sizes(const HParams& h, const SessionShape& s);
 MemoryPlan make_memory_plan(const HParams& h, const SessionShape& s, uint64_t package_bytes);

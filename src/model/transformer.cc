@@ -27,6 +27,14 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   }
   if (s.n_batch <= 0) s.n_batch = std::min<int64_t>(s.n_ctx, kDefaultBatch);
   s.n_batch = std::min(s.n_batch, s.n_ctx);
+  for (size_t i = 0; i < s.hidden_layers.size(); ++i) {
+    const int32_t l = s.hidden_layers[i];
+    if (l < 0 || l >= h.n_layers || (i > 0 && l <= s.hidden_layers[i - 1])) {
+      return invalid_argument("[session] hidden-state layers must be increasing and each in 0.." +
+                              std::to_string(h.n_layers - 1) + " (this model has " + std::to_string(h.n_layers) +
+                              " layers); got " + std::to_string(l) + " at position " + std::to_string(i));
+    }
+  }
   if (s.n_logit_rows <= 0) s.n_logit_rows = 1;
   s.n_logit_rows = std::min(s.n_logit_rows, s.n_batch);
   s.n_threads = pool->n_threads();
@@ -69,6 +77,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::shared_ptr<const
   t->rope_sn_.assign(sz(z.rope / 2), 0.0f);
   t->row_buf_.assign(sz(z.row_buf), 0.0f);
   t->logits_.assign(sz(z.logits), 0.0f);
+  t->hidden_.assign(sz(z.hidden), 0.0f);
   return t;
 }
 
@@ -79,6 +88,7 @@ void Transformer::truncate(int64_t n) {
 Status Transformer::forward(std::span<const int32_t> tokens, bool all_logits, const std::atomic<bool>* cancel) {
   const HParams& h = model_->hparams();
   const int64_t n = static_cast<int64_t>(tokens.size());
+  hidden_rows_ = 0;  // set again by each chunk that completes
   if (n == 0) return invalid_argument("[forward] no tokens to evaluate");
   if (n_past_ + n > shape_.n_ctx) {
     return Status(ErrorCode::kContextExceeded, "[forward] " + std::to_string(n_past_) + " cached + " + std::to_string(n) +
@@ -104,6 +114,7 @@ Status Transformer::forward(std::span<const int32_t> tokens, bool all_logits, co
     Status st = forward_chunk(tokens.data() + done, m, out, all_logits, cancel);
     if (!st.is_ok()) {
       n_past_ = start;
+      hidden_rows_ = 0;
       return st;
     }
     n_past_ += m;
@@ -142,6 +153,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     }
   }
 
+  const std::vector<int32_t>& hidden_layers = shape_.hidden_layers;
+  size_t next_hidden = 0;  // the next of hidden_layers to keep
   for (int64_t l = 0; l < h.n_layers; ++l) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return Status(ErrorCode::kCancelled, "[forward] cancelled");
@@ -196,7 +209,12 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t m, float* logit
     observe(L.w_down, hb_.data(), m);
     matmul(pool, xb, hb_.data(), m, L.w_down, ms);
     for (int64_t i = 0; i < m * d; ++i) x[i] += xb[i];
+    if (next_hidden < hidden_layers.size() && l == hidden_layers[next_hidden]) {
+      std::memcpy(hidden_.data() + static_cast<int64_t>(next_hidden) * m * d, x, sizeof(float) * m * d);
+      ++next_hidden;
+    }
   }
+  hidden_rows_ = hidden_layers.empty() ? 0 : m;
 
   if (logits_out == nullptr) return Status::ok();
   // The LM head runs only for the rows whose logits are wanted.

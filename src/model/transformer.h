@@ -40,6 +40,13 @@ class Transformer {
   // Forgets every position >= n (speculative rollback, edits). n must be <= n_past().
   void truncate(int64_t n);
 
+  // The residual stream after each of shape().hidden_layers for every row of the last forward chunk (a
+  // forward of more than n_batch tokens keeps only its last chunk): [layers][hidden_rows()][n_embd] f32,
+  // layer i at hidden_states() + i * hidden_rows() * n_embd. hidden_rows() is 0 when the shape names no
+  // layers, before the first forward and after a failed one. A block drafter reads them (drafter.h).
+  const float* hidden_states() const { return hidden_.data(); }
+  int64_t hidden_rows() const { return hidden_rows_; }
+
   // Reports every weight matrix's input to `o` during forward() (nullptr: off, the default). Not owned; it
   // must outlive its use. Only calibration tools set one.
   void set_observer(ActivationObserver* o) { observer_ = o; }
@@ -77,6 +84,8 @@ class Transformer {
   std::vector<float> rope_cs_, rope_sn_;  // [n_batch][head_dim / 2]: the chunk's rotary angles (fast path)
   std::vector<float> row_buf_;  // [n_threads][max width] dequantised weight rows
   std::vector<float> logits_;   // [n_logit_rows][n_vocab]
+  std::vector<float> hidden_;   // [hidden_layers][n_batch][n_embd] (compact for the chunk's rows)
+  int64_t hidden_rows_ = 0;
 };
 
 }  // namespace pocket

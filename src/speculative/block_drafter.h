@@ -1,6 +1,8 @@
 // The block-drafter slot — an INTERFACE AND A STUB, NOT A WORKING DRAFTER. The trained block drafter (one
 // forward pass proposing a whole block of 8 tokens, conditioned on the target's hidden states) plugs in
-// here once train/ produces it. See docs/speculative.md, "Block drafter: what is left".
+// here once train/ produces it. The session side is wired: SpeculativeSession keeps the layers the drafter
+// names and reports the accepted rows' hidden states after every target pass. See docs/speculative.md,
+// "Block drafter: what is left".
 #pragma once
 
 #include <memory>
@@ -12,22 +14,15 @@
 
 namespace pocket {
 
-// The target's residual stream after chosen layers for the rows of one verify pass.
-struct TargetHiddenStates {
-  std::span<const int32_t> layers;  // target layer indices, as returned by BlockDrafter::hidden_layers()
-  const float* data = nullptr;      // [layers.size()][n_rows][n_embd], f32, row-major
-  int64_t n_rows = 0;               // rows of the verify pass that were accepted (context positions)
-  int64_t n_embd = 0;
-};
-
+// A drafter that proposes a block of kBlockSize tokens per pass from the target's hidden states: it must
+// name its layers (Drafter::hidden_layers, non-empty) and take the rows the session reports after every
+// target pass (Drafter::observe_hidden, TargetHiddenStates in drafter.h).
 class BlockDrafter : public Drafter {
  public:
   static constexpr int32_t kBlockSize = 8;  // tokens proposed by one drafter pass
 
-  // The target layers whose outputs the drafter reads (fixed for its lifetime).
-  virtual std::span<const int32_t> hidden_layers() const = 0;
-  // Called after every target pass with the hidden states of the accepted rows, before the next propose().
-  [[nodiscard]] virtual Status observe_hidden(const TargetHiddenStates& states) = 0;
+  std::span<const int32_t> hidden_layers() const override = 0;
+  [[nodiscard]] Status observe_hidden(const TargetHiddenStates& states) override = 0;
 };
 
 // Placeholder so the plumbing can be built and tested: it proposes nothing (the session then decodes

@@ -12,6 +12,18 @@ namespace pocket {
 // The largest draft a session accepts (the verify batch is draft + 1 rows).
 inline constexpr int32_t kMaxDraft = 16;
 
+// The target's residual stream after chosen layers for rows that entered the context: context positions
+// pos0 .. pos0 + n_rows - 1. Row r of layer i (the i-th of Drafter::hidden_layers()) is the n_embd floats at
+// data + i * layer_stride + r * n_embd. Valid only during the observe_hidden() call.
+struct TargetHiddenStates {
+  std::span<const int32_t> layers;  // target layer indices, as Drafter::hidden_layers() returned them
+  const float* data = nullptr;
+  int64_t layer_stride = 0;  // floats between layers
+  int64_t pos0 = 0;          // the first row's position in the context
+  int64_t n_rows = 0;
+  int64_t n_embd = 0;
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
@@ -37,6 +49,19 @@ class Drafter {
   virtual void observe(int32_t n_drafted, int32_t n_accepted) {
     (void)n_drafted;
     (void)n_accepted;
+  }
+
+  // Drafters conditioned on the target's hidden states (the block drafter) name the target layers whose
+  // outputs they read: increasing indices in [0, target layers), fixed for the drafter's lifetime. The
+  // session then keeps those layers' outputs in every target pass and reports, after each pass, the rows
+  // that entered the context (a prefill chunk's rows; a verify pass's row of the last accepted token and
+  // its accepted drafts). Rows arrive in position order; a report starting at pos0 supersedes anything the
+  // drafter holds for positions >= pos0 (rolled back or failed passes). Empty (the default): none.
+  virtual std::span<const int32_t> hidden_layers() const { return {}; }
+  // Must not allocate per call. An error ends the generate call with it (the session stays usable).
+  [[nodiscard]] virtual Status observe_hidden(const TargetHiddenStates& states) {
+    (void)states;
+    return Status::ok();
   }
 
   // The session forgot its context (reset); drop anything cached about it.

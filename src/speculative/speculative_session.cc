@@ -78,6 +78,10 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
   shape.n_batch = opts.n_batch > 0 ? std::max<int64_t>(opts.n_batch, rows) : 0;
   shape.n_threads = threads;
   shape.n_logit_rows = std::max<int64_t>(opts.n_logit_rows, rows);
+  if (custom) {  // a drafter reading the target's hidden states: forward() keeps its layers' outputs
+    const std::span<const int32_t> layers = drafter->hidden_layers();
+    shape.hidden_layers.assign(layers.begin(), layers.end());
+  }
   s->pool_ = std::make_unique<ThreadPool>(threads);
   POCKET_ASSIGN_OR_RETURN(s->transformer_, Transformer::create(target, shape, s->pool_.get(), opts.mem_budget_bytes));
   if (s->transformer_->shape().n_logit_rows < rows) {  // n_ctx itself smaller than k + 1
@@ -111,6 +115,26 @@ void SpeculativeSession::reset() {
   pending_ = -1;
   draft_len_.reset();
   if (drafter_) drafter_->reset();
+}
+
+bool SpeculativeSession::hidden_rows_wanted() const { return !transformer_->shape().hidden_layers.empty(); }
+
+// The first n rows of the last target pass, context positions pos0 .. pos0 + n - 1, to the drafter.
+Status SpeculativeSession::report_hidden(int64_t pos0, int64_t n) {
+  const std::vector<int32_t>& layers = transformer_->shape().hidden_layers;
+  const int64_t rows = transformer_->hidden_rows(), d = model_->hparams().n_embd;
+  if (n > rows) {
+    return Status(ErrorCode::kInternal, "[speculative] " + std::to_string(n) + " hidden-state rows wanted, the pass kept " +
+                                            std::to_string(rows));
+  }
+  TargetHiddenStates hs;
+  hs.layers = layers;
+  hs.data = transformer_->hidden_states();
+  hs.layer_stride = rows * d;
+  hs.pos0 = pos0;
+  hs.n_rows = n;
+  hs.n_embd = d;
+  return drafter_->observe_hidden(hs);
 }
 
 bool SpeculativeSession::is_stop_token(int32_t id) const {
@@ -153,7 +177,23 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
 
   const auto t0 = Clock::now();
   if (!to_eval.empty()) {
-    POCKET_RETURN_IF_ERROR(transformer_->forward(to_eval, /*all_logits=*/false, cancel));
+    if (hidden_rows_wanted()) {
+      // Chunk by chunk, so the drafter sees every row's hidden states (forward() keeps the last chunk's).
+      const int64_t start = n_past(), chunk = transformer_->shape().n_batch;
+      for (size_t done = 0; done < to_eval.size();) {
+        const size_t m = std::min(to_eval.size() - done, static_cast<size_t>(chunk));
+        const int64_t pos0 = n_past();
+        Status fs = transformer_->forward(std::span<const int32_t>(to_eval.data() + done, m), false, cancel);
+        if (fs.is_ok()) fs = report_hidden(pos0, static_cast<int64_t>(m));
+        if (!fs.is_ok()) {
+          transformer_->truncate(start);  // as one forward() of the whole prompt would leave it
+          return fs;
+        }
+        done += m;
+      }
+    } else {
+      POCKET_RETURN_IF_ERROR(transformer_->forward(to_eval, /*all_logits=*/false, cancel));
+    }
     pending_ = -1;
     for (int32_t id : prompt) sampler.accept(id);
     history_.insert(history_.end(), to_eval.begin(), to_eval.end());
@@ -259,6 +299,7 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
       if (!y) {
         transformer_->truncate(base + i);
         history_.insert(history_.end(), draft, draft + i);
+        if (hidden_rows_wanted()) (void)report_hidden(base - 1, i + 1);  // keep the drafter in step
         return finish(y.status());
       }
       if (i < nd && *y == draft[i]) {
@@ -273,6 +314,12 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
     }
     transformer_->truncate(base + i);  // roll back: forget the draft tokens after the accepted prefix
     history_.insert(history_.end(), draft, draft + i);
+    if (hidden_rows_wanted()) {  // rows 0 .. i (`next` and the accepted drafts) are now context
+      if (Status hs = report_hidden(base - 1, i + 1); !hs.is_ok()) {
+        if (!done) pending_ = next;  // chosen but not delivered: the next call evaluates it first
+        return finish(hs);
+      }
+    }
     const int32_t matched = i + (done ? 1 : 0);  // a draft token that ended generation still matched
     spec_stats_.n_accepted += matched;
     if (nd > 0) {

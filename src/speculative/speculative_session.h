@@ -81,6 +81,8 @@ class SpeculativeSession {
   SpeculativeSession(int32_t k_max, bool adaptive, const SpecFallbackOptions& fallback)
       : draft_len_(k_max, adaptive), fallback_(fallback), draft_max_(k_max) {}
   bool is_stop_token(int32_t id) const;
+  bool hidden_rows_wanted() const;                 // the drafter reads the target's hidden states
+  [[nodiscard]] Status report_hidden(int64_t pos0, int64_t n);  // rows 0 .. n - 1 of the last pass
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<ThreadPool> pool_;  // declared before the drafter, which may borrow it
