@@ -98,26 +98,41 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   }
   const bool same = out_plain == out_spec;
 
-  // The verify pass against one decode step, at the depth of the prompt.
+  // The verify pass against one decode step, at the depth of the prompt: medians over alternating pairs.
   Transformer& t = (*specs)->transformer();  // sized for k + 1 logit rows
   const int64_t rows = a.draft_max + 1;
   std::vector<int32_t> batch(static_cast<size_t>(rows), prompt.back());
-  std::vector<double> t1, tk;
   const int64_t depth = static_cast<int64_t>(prompt.size());
-  for (int r = 0; r <= a.reps * 4; ++r) {
-    t.truncate(depth);
-    double s0 = now_s();
-    if (Status st = t.forward(std::span<const int32_t>(batch.data(), 1), false); !st.is_ok()) return report("bench", st);
-    const double one = now_s() - s0;
-    t.truncate(depth);
-    s0 = now_s();
-    if (Status st = t.forward(batch, true); !st.is_ok()) return report("bench", st);
-    const double many = now_s() - s0;
-    if (r == 0) continue;
-    t1.push_back(one);
-    tk.push_back(many);
+  struct VerifyCost {
+    int64_t rows;
+    double step_s, verify_s;
+    double ratio() const { return step_s > 0 ? verify_s / step_s : 0.0; }
+  };
+  auto measure = [&](int64_t n) -> Expected<VerifyCost> {
+    std::vector<double> t1, tk;
+    for (int r = 0; r <= a.reps * 4; ++r) {  // pair 0 is the warm-up
+      t.truncate(depth);
+      double s0 = now_s();
+      POCKET_RETURN_IF_ERROR(t.forward(std::span<const int32_t>(batch.data(), 1), false));
+      const double one = now_s() - s0;
+      t.truncate(depth);
+      s0 = now_s();
+      POCKET_RETURN_IF_ERROR(t.forward(std::span<const int32_t>(batch.data(), static_cast<size_t>(n)), true));
+      const double many = now_s() - s0;
+      if (r == 0) continue;
+      t1.push_back(one);
+      tk.push_back(many);
+    }
+    return VerifyCost{n, median(t1), median(tk)};
+  };
+  std::vector<VerifyCost> curve;
+  for (int64_t n = a.verify_curve ? 2 : rows; n <= rows; ++n) {
+    Expected<VerifyCost> c = measure(n);
+    if (!c) return report("bench", c.status());
+    curve.push_back(*c);
   }
-  const double m1 = median(t1), mk = median(tk);
+  t.truncate(depth);
+  const double m1 = curve.back().step_s, mk = curve.back().verify_s;
   const double p = median(tps_plain), s = median(tps_spec);
   const std::string N = std::to_string(a.n_gen);
   if (json != nullptr) {
@@ -137,7 +152,15 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
                               {"verify_ms", mk * 1e3},
                               {"decode_step_ms", m1 * 1e3},
                               {"verify_cost_ratio", m1 > 0 ? mk / m1 : 0.0}};
-    return 0;
+    if (a.verify_curve) {
+      nlohmann::json c = nlohmann::json::array();
+      for (const VerifyCost& v : curve) {
+        c.push_back({{"rows", v.rows}, {"verify_ms", v.verify_s * 1e3}, {"decode_step_ms", v.step_s * 1e3},
+                     {"ratio", v.ratio()}});
+      }
+      (*json)["speculative"]["verify_curve"] = c;
+    }
+    return 0;  // "outputs_identical" says whether the outputs matched
   }
   std::printf("\n| test | t/s (median) | tokens/pass | acceptance | speedup |\n| --- | ---: | ---: | ---: | ---: |\n");
   std::printf("| tg%s plain | %.2f | 1.00 | - | 1.00x |\n", N.c_str(), p);
@@ -148,6 +171,13 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
               static_cast<long long>(ss.n_plain));
   std::printf("verify pass of %lld rows at depth %lld: %.3f ms vs one decode step %.3f ms = %.2fx\n",
               static_cast<long long>(rows), static_cast<long long>(depth), mk * 1e3, m1 * 1e3, m1 > 0 ? mk / m1 : 0.0);
+  if (a.verify_curve) {
+    std::printf("\n| rows verified (k + 1) | verify pass | decode step | ratio |\n| ---: | ---: | ---: | ---: |\n");
+    for (const VerifyCost& v : curve) {
+      std::printf("| %lld | %.3f ms | %.3f ms | %.2fx |\n", static_cast<long long>(v.rows), v.verify_s * 1e3,
+                  v.step_s * 1e3, v.ratio());
+    }
+  }
   return same ? 0 : 1;
 }
 

@@ -1,5 +1,5 @@
 // `pocket bench --spec ...`: speculative decoding against plain decoding on the same prompt — tokens/s,
-// tokens per target pass, acceptance, speedup — and the cost of one verify pass of k + 1 rows.
+// tokens per target pass, acceptance, speedup — and the cost of one verify pass of k + 1 rows (or of 2 .. k + 1).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@ struct SpecBenchArgs {
   int draft_max = 8, n_prompt = 512, n_gen = 128, reps = 5, threads = 0;
   bool fallback = true;  // SpecFallback on (the default a user gets)
   bool no_mmap = false;  // read the packages (target and draft) instead of mapping them
+  bool verify_curve = false;  // the verify cost for every row count 2 .. k + 1, not only k + 1
 };
 
 // Prints markdown rows (or fills `json` when non-null). Returns the process exit code.

@@ -30,6 +30,7 @@ struct BenchArgs {
   int draft_max = 8;
   bool spec_only = false;
   bool no_spec_fallback = false;
+  bool verify_curve = false;
 };
 
 SpecBenchArgs spec_args(const BenchArgs& a) {
@@ -45,6 +46,7 @@ SpecBenchArgs spec_args(const BenchArgs& a) {
   s.n_gen = a.n_gen;
   s.reps = a.reps;
   s.threads = a.threads;
+  s.verify_curve = a.verify_curve;
   return s;
 }
 
@@ -80,7 +82,13 @@ int bench(const BenchArgs& a) {
   if (a.n_prompt < 0 || a.n_gen < 0 || a.reps < 1 || a.depth < 0) {
     return report("bench", invalid_argument("[bench] -p, -n and -d must be >= 0 and -r >= 1"));
   }
-  if (a.spec != "none" && a.spec_only) return bench_speculative(spec_args(a), nullptr);
+  if (a.spec != "none" && a.spec_only) {
+    if (a.output != "json") return bench_speculative(spec_args(a), nullptr);
+    nlohmann::json j;
+    if (int rc = bench_speculative(spec_args(a), &j); rc != 0) return rc;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
   const MemoryReading baseline = read_process_memory();
   OpenOptions open;
   open.load = a.no_mmap ? FileLoad::kRead : FileLoad::kMap;
@@ -258,6 +266,8 @@ void register_bench(CLI::App& app) {
   c->add_flag("--spec-only", a->spec_only, "Only the speculative rows");
   c->add_flag("--no-spec-fallback", a->no_spec_fallback,
               "Always speculate (default: decode plainly while speculation is measured slower)");
+  c->add_flag("--verify-curve", a->verify_curve,
+              "Measure the verify pass for every row count from 2 to k + 1 against a decode step (to choose k)");
   c->callback([a] {
     if (int rc = bench(*a); rc != 0) throw CLI::RuntimeError(rc);
   });
