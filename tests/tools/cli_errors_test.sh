@@ -25,6 +25,8 @@ expect "temperature" "$pocket" run -m "$tmp/tiny.pocket" -p hi --temp -1
 expect "context" "$pocket" run -m "$tmp/tiny.pocket" -p "$(head -c 3000 /dev/zero | tr '\0' x)" -c 64
 expect "n_predict" "$pocket" run -m "$tmp/tiny.pocket" -p hi -n -5
 expect "memory plan" "$pocket" run -m "$tmp/tiny.pocket" -p hi --mem-budget 0.01
+expect "add --spec ngram" "$pocket" bench -m "$tmp/tiny.pocket" --verify-curve -p 8 -n 4 -r 1
+expect "add --spec ngram" "$pocket" bench -m "$tmp/tiny.pocket" --spec-only -p 8 -n 4 -r 1
 # A flipped byte in the tensor data: verify reports corruption.
 cp "$tmp/tiny.pocket" "$tmp/flip.pocket"
 size=$(stat -c %s "$tmp/flip.pocket")

@@ -82,6 +82,10 @@ int bench(const BenchArgs& a) {
   if (a.n_prompt < 0 || a.n_gen < 0 || a.reps < 1 || a.depth < 0) {
     return report("bench", invalid_argument("[bench] -p, -n and -d must be >= 0 and -r >= 1"));
   }
+  if (a.spec == "none" && (a.spec_only || a.verify_curve)) {
+    return report("bench", invalid_argument("[bench] --spec-only and --verify-curve measure speculative decoding: "
+                                            "add --spec ngram or --spec draft"));
+  }
   if (a.spec != "none" && a.spec_only) {
     if (a.output != "json") return bench_speculative(spec_args(a), nullptr);
     nlohmann::json j;
