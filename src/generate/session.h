@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/transformer.h"
 #include "sampling/sampler.h"
+#include "sampling/token_constraint.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace pocket {
@@ -41,9 +42,14 @@ struct GenerateOptions {
   bool add_bos = true;          // ignored when the vocabulary has no BOS
   bool parse_special = false;   // special-token text in the prompt becomes special tokens
   bool stop_at_eos = true;      // stop at EOS and the package's stop tokens
+  // Restricts every generated token (grammar, JSON schema, copy-from-input; constrain/). Not owned; used by
+  // one call. Stop tokens are allowed only where the constraint can stop; generation ends by itself when
+  // the constraint is done. NULL: unconstrained.
+  TokenConstraint* constraint = nullptr;
 };
 
-enum class StopReason { kNone, kLength, kStopToken, kContextFull, kCallback };
+// kConstraintDone: the constraint admits nothing more (a complete JSON value); the output is complete.
+enum class StopReason { kNone, kLength, kStopToken, kContextFull, kCallback, kConstraintDone };
 
 struct GenerateStats {
   int64_t n_prompt = 0;
@@ -51,6 +57,8 @@ struct GenerateStats {
   double prefill_seconds = 0.0;
   double decode_seconds = 0.0;
   StopReason stop = StopReason::kNone;
+  double constraint_seconds = 0.0;  // time spent masking logits and advancing the constraint (in decode)
+  int64_t n_constrained = 0;        // tokens sampled under a constraint
   double prefill_tps() const { return prefill_seconds > 0 ? n_prompt / prefill_seconds : 0.0; }
   double decode_tps() const { return decode_seconds > 0 ? n_generated / decode_seconds : 0.0; }
 };
