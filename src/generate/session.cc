@@ -94,15 +94,47 @@ Status Session::generate_tokens(std::span<const int32_t> prompt, const GenerateO
   const auto t1 = Clock::now();
   stream_.reset();
   int32_t prev = history_.empty() ? -1 : history_.back();
+  TokenConstraint* con = opts.constraint;
+  const int32_t n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
+  // The stop tokens' logits before masking: a constraint masks every token without bytes, and the session
+  // lets the stop tokens back in where the constraint may end.
+  std::vector<float> stop_logits(stop_ids_.size());
   for (;;) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       st.decode_seconds = seconds_since(t1);
       return Status(ErrorCode::kCancelled, "[generate] cancelled");
     }
-    POCKET_ASSIGN_OR_RETURN(int32_t next, sampler.sample(transformer_->logits(0)));
+    float* logits = transformer_->mutable_logits(0);
+    if (con != nullptr) {
+      const auto tc = Clock::now();
+      // Tokens this call may still emit: the request's limit and the room left in the context.
+      int64_t n_left = n_ctx - n_past() + 1;
+      if (opts.n_predict > 0) n_left = std::min<int64_t>(n_left, opts.n_predict - st.n_generated);
+      for (size_t i = 0; i < stop_ids_.size(); ++i) stop_logits[i] = logits[stop_ids_[i]];
+      Status ms = con->mask(logits, n_vocab, n_left);
+      if (!ms.is_ok()) {
+        st.decode_seconds = seconds_since(t1);
+        return ms;
+      }
+      if (opts.stop_at_eos && con->can_stop()) {
+        for (size_t i = 0; i < stop_ids_.size(); ++i) logits[stop_ids_[i]] = stop_logits[i];
+      }
+      st.constraint_seconds += seconds_since(tc);
+    }
+    POCKET_ASSIGN_OR_RETURN(int32_t next, sampler.sample(logits));
     if (opts.stop_at_eos && is_stop_token(next)) {
       st.stop = StopReason::kStopToken;
       break;
+    }
+    if (con != nullptr) {
+      const auto tc = Clock::now();
+      Status as = con->accept(next);
+      st.constraint_seconds += seconds_since(tc);
+      ++st.n_constrained;
+      if (!as.is_ok()) {
+        st.decode_seconds = seconds_since(t1);
+        return as;
+      }
     }
     ++st.n_generated;
     sampler.accept(next);
@@ -111,6 +143,11 @@ Status Session::generate_tokens(std::span<const int32_t> prompt, const GenerateO
     // A token that ends the call is emitted but not evaluated: the next call evaluates it first.
     if (!keep_going) {
       st.stop = StopReason::kCallback;
+      pending_ = next;
+      break;
+    }
+    if (con != nullptr && con->done()) {
+      st.stop = StopReason::kConstraintDone;
       pending_ = next;
       break;
     }

@@ -154,6 +154,10 @@ Status SpeculativeSession::generate(std::string_view prompt, const GenerateOptio
 Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, const GenerateOptions& opts,
                                            const TokenCallback& on_token, const std::atomic<bool>* cancel,
                                            GenerateStats* stats) {
+  if (opts.constraint != nullptr) {
+    return Status(ErrorCode::kUnsupported,
+                  "[speculative] constrained generation (grammar / JSON schema) runs without speculation: use a plain session");
+  }
   GenerateStats local;
   GenerateStats& st = stats != nullptr ? *stats : local;
   st = GenerateStats{};
