@@ -1,0 +1,349 @@
+// GrammarMatcher at the byte level: prefixes accepted exactly when PCRE2 (partial matching) says they can
+// still match the equivalent regex, on random byte strings; nested brackets against a counter; UTF-8
+// character classes; repeat bounds; COPY spans against std::string::find on the unescaped text.
+#include "constrain/grammar_matcher.h"
+
+#include <gtest/gtest.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace pocket {
+namespace {
+
+GrammarSeq lit(std::string_view s) {
+  GrammarSeq seq;
+  Grammar::append_bytes(seq, s);
+  return seq;
+}
+GrammarSeq cat(std::initializer_list<GrammarSeq> parts) {
+  GrammarSeq out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+GrammarSeq ref(int32_t r) { return {{ElemKind::kRule, 0, 0, r}}; }
+GrammarSeq range(uint8_t lo, uint8_t hi) { return {{ElemKind::kBytes, lo, hi, -1}}; }
+GrammarSeq copy_span(int lo) { return {{ElemKind::kCopy, static_cast<uint8_t>(lo), 0, -1}}; }
+
+GrammarMatcher make(Grammar g, int32_t root, std::string_view source = {}) {
+  const Status st = g.finalize(root);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  auto m = GrammarMatcher::create(std::move(g), source);
+  EXPECT_TRUE(m.has_value()) << m.status().to_string();
+  return std::move(m).value();
+}
+
+// An anchored regex: can `s` still be extended to a match, and is it a match.
+class Regex {
+ public:
+  explicit Regex(const std::string& pattern) {
+    int err = 0;
+    PCRE2_SIZE off = 0;
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_ANCHORED, &err, &off, nullptr);
+    EXPECT_NE(code_, nullptr) << pattern;
+    const std::string to_end = "(?:" + pattern + ")\\z";
+    prefix_code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(to_end.c_str()), to_end.size(), PCRE2_ANCHORED, &err, &off, nullptr);
+    EXPECT_NE(prefix_code_, nullptr) << to_end;
+    data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
+  }
+  ~Regex() {
+    pcre2_match_data_free(data_);
+    pcre2_code_free(code_);
+    pcre2_code_free(prefix_code_);
+  }
+  // Hard partial matching of pattern\z: a partial result means the subject can be extended to a match.
+  bool viable(const std::string& s) const {
+    const int rc = pcre2_match(prefix_code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0, PCRE2_PARTIAL_HARD, data_, nullptr);
+    return rc >= 0 || rc == PCRE2_ERROR_PARTIAL;
+  }
+  bool full(const std::string& s) const {
+    const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0, PCRE2_ENDANCHORED, data_, nullptr);
+    return rc >= 0;
+  }
+
+ private:
+  pcre2_code* code_ = nullptr;
+  pcre2_code* prefix_code_ = nullptr;
+  pcre2_match_data* data_ = nullptr;
+};
+
+// Random strings over `alphabet`: after every byte the matcher agrees with the regex on viability and on
+// completeness; once a byte is refused the state stays as it was.
+void agree_with_regex(const GrammarMatcher& start, const std::string& pattern, const std::string& alphabet,
+                      int trials, int max_len, uint32_t seed) {
+  Regex re(pattern);
+  std::mt19937 rng(seed);
+  int accepted_full = 0;
+  for (int t = 0; t < trials; ++t) {
+    GrammarMatcher m = start;
+    std::string s;
+    ASSERT_EQ(m.can_end(), re.full(s));
+    const int len = static_cast<int>(rng() % static_cast<uint32_t>(max_len + 1));
+    for (int i = 0; i < len; ++i) {
+      // Mostly bytes the regex still allows (so that strings get far), sometimes any byte.
+      std::string ok_bytes;
+      for (char a : alphabet) {
+        if (re.viable(s + a)) ok_bytes += a;
+      }
+      const char c = !ok_bytes.empty() && rng() % 4 != 0 ? ok_bytes[rng() % ok_bytes.size()] : alphabet[rng() % alphabet.size()];
+      const bool want = re.viable(s + c);
+      ASSERT_EQ(m.accept_bytes(std::string(1, c)), want) << pattern << " after '" << s << "' byte '" << c << "'";
+      if (!want) continue;  // state unchanged: keep extending the viable prefix
+      s += c;
+      ASSERT_EQ(m.can_end(), re.full(s)) << pattern << " on '" << s << "'";
+      accepted_full += re.full(s);
+    }
+  }
+  EXPECT_GT(accepted_full, 0) << "the random strings never completed " << pattern;
+}
+
+TEST(GrammarMatcher, JsonLikeObjectAgreesWithRegex) {
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  const int32_t digits = g.repeat_rule(range('0', '9'), 1, 3, "digits");
+  const int32_t abc = g.repeat_rule(range('a', 'c'), 0, -1, "abc");
+  const int32_t b_field = g.alt_rule({cat({lit(",\"b\":\""), ref(abc), lit("\"")}), {}}, "b-field");
+  g.add_alt(root, cat({lit("{\"a\":"), ref(digits), ref(b_field), lit("}")}));
+  const GrammarMatcher m = make(std::move(g), root);
+  agree_with_regex(m, R"(\{"a":[0-9]{1,3}(,"b":"[a-c]*")?\})", "{}\"ab:,0159c", 3000, 16, 1);
+}
+
+TEST(GrammarMatcher, AmbiguousAlternativesAgreeWithRegex) {
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  const int32_t item = g.add_rule("item");
+  g.add_alt(item, lit("x"));
+  g.add_alt(item, lit("xy"));
+  g.add_alt(item, cat({lit("y"), ref(g.repeat_rule(range('0', '2'), 2, -1, "num"))}));
+  const int32_t more = g.repeat_rule(cat({lit(","), ref(item)}), 0, -1, "more");
+  g.add_alt(root, cat({ref(item), ref(more)}));
+  const GrammarMatcher m = make(std::move(g), root);
+  agree_with_regex(m, R"((x|xy|y[0-2]{2,})(,(x|xy|y[0-2]{2,}))*)", "xy,012", 3000, 14, 2);
+}
+
+TEST(GrammarMatcher, NullableRulesAndBoundedRepeats) {
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  const int32_t a = g.repeat_rule(lit("a"), 0, 2, "a");
+  const int32_t b = g.repeat_rule(lit("bc"), 2, 3, "b");
+  const int32_t opt = g.alt_rule({lit("z"), {}}, "opt");
+  g.add_alt(root, cat({ref(a), ref(opt), ref(b)}));
+  g.add_alt(root, cat({ref(opt), lit("q"), ref(opt)}));
+  const GrammarMatcher m = make(std::move(g), root);
+  agree_with_regex(m, R"(a{0,2}z?(bc){2,3}|z?qz?)", "abcqz", 3000, 10, 3);
+}
+
+TEST(GrammarMatcher, NestedBracketsAgreeWithACounter) {
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  g.add_alt(root, cat({lit("("), ref(root), lit(")"), ref(root)}));
+  g.add_alt(root, {});
+  const GrammarMatcher start = make(std::move(g), root);
+  std::mt19937 rng(4);
+  for (int t = 0; t < 300; ++t) {
+    GrammarMatcher m = start;
+    int depth = 0;
+    for (int i = 0; i < 200; ++i) {
+      const bool open = rng() % 2 == 0;
+      const bool ok = open || depth > 0;
+      ASSERT_EQ(m.accept_bytes(open ? "(" : ")"), ok);
+      if (ok) depth += open ? 1 : -1;
+      ASSERT_EQ(m.can_end(), depth == 0);
+    }
+  }
+  // Deep nesting: the right-recursive tail keeps stacks bounded by the depth.
+  GrammarMatcher deep = start;
+  ASSERT_TRUE(deep.accept_bytes(std::string(1000, '(')));
+  EXPECT_EQ(deep.min_rest(), 1000);
+  ASSERT_TRUE(deep.accept_bytes(std::string(1000, ')')));
+  EXPECT_TRUE(deep.can_end());
+  EXPECT_FALSE(deep.accept_bytes(")"));
+  EXPECT_LT(deep.engine()->n_nodes(), 5000u);
+}
+
+TEST(GrammarMatcher, Utf8CharacterClasses) {
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  // Greek lower case, CJK unified ideographs, and one emoji, 1 to 3 characters.
+  const int32_t cls = g.char_class_rule({{0x3B1, 0x3C9}, {0x4E00, 0x9FFF}, {0x1F600, 0x1F600}}, false);
+  g.add_alt(root, ref(g.repeat_rule(ref(cls), 1, 3, "chars")));
+  const GrammarMatcher start = make(std::move(g), root);
+  for (const char* ok : {"α", "ω", "世界", "中文字", "α世\xF0\x9F\x98\x80"}) {
+    GrammarMatcher m = start;
+    EXPECT_TRUE(m.accept_bytes(ok)) << ok;
+    EXPECT_TRUE(m.can_end()) << ok;
+  }
+  for (const char* bad : {"a", "ä", "中文字世", "\xF0\x9F\x98\x81", "\xED\xA0\x80" /* a surrogate */, "\xC0\xB1"}) {
+    GrammarMatcher m = start;
+    EXPECT_TRUE(!m.accept_bytes(bad) || !m.can_end()) << bad;
+  }
+  GrammarMatcher half = start;
+  ASSERT_TRUE(half.accept_bytes("\xE4\xB8"));  // two bytes of 世 (E4 B8 96)
+  EXPECT_FALSE(half.can_end());
+  EXPECT_EQ(half.min_rest(), 1);
+  EXPECT_FALSE(half.accept_bytes("a"));
+  EXPECT_TRUE(half.accept_bytes("\x96"));
+  EXPECT_TRUE(half.can_end());
+  // Negated class (JSON string character): every other code point, no quote, backslash or control byte.
+  Grammar n;
+  const int32_t nroot = n.add_rule("root");
+  n.add_alt(nroot, ref(n.repeat_rule(ref(n.char_class_rule({{'"', '"'}, {'\\', '\\'}, {0, 0x1F}}, true)), 0, -1, "s")));
+  GrammarMatcher neg = make(std::move(n), nroot);
+  EXPECT_TRUE(neg.accept_bytes("Hello, 世界 \xF0\x9F\x98\x80 ~\x7F"));
+  EXPECT_FALSE(neg.accept_bytes("\""));
+  EXPECT_FALSE(neg.accept_bytes("\\"));
+  EXPECT_FALSE(neg.accept_bytes("\n"));
+  EXPECT_FALSE(neg.accept_bytes("\x80"));
+  EXPECT_TRUE(neg.can_end());
+}
+
+// ---- COPY spans ----
+
+const std::string kSource = "Hello, 世界! She said \"hi\" to C:\\path/x\nand\ttab; 中文 text.";
+
+std::string json_content(const std::string& raw) {
+  const std::string quoted = nlohmann::json(raw).dump();
+  return quoted.substr(1, quoted.size() - 2);
+}
+
+Grammar quoted_copy(int lo, int32_t* root) {
+  Grammar g;
+  *root = g.add_rule("root");
+  g.add_alt(*root, cat({lit("\""), copy_span(lo), lit("\"")}));
+  return g;
+}
+
+TEST(GrammarMatcher, CopyAcceptsSpansOfTheSource) {
+  int32_t root = 0;
+  const GrammarMatcher start = make(quoted_copy(1, &root), root, kSource);
+  // Every substring on character boundaries, written as JSON content, is accepted whole.
+  std::vector<size_t> bounds;
+  for (size_t i = 0; i <= kSource.size(); ++i) {
+    if (i == kSource.size() || (static_cast<uint8_t>(kSource[i]) & 0xC0) != 0x80) bounds.push_back(i);
+  }
+  int n = 0;
+  for (size_t a = 0; a < bounds.size(); ++a) {
+    for (size_t b = a + 1; b < bounds.size(); ++b) {
+      const std::string raw = kSource.substr(bounds[a], bounds[b] - bounds[a]);
+      GrammarMatcher m = start;
+      ASSERT_TRUE(m.accept_bytes("\"" + json_content(raw) + "\"")) << raw;
+      ASSERT_TRUE(m.done()) << raw;
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 1000);
+}
+
+TEST(GrammarMatcher, CopyRefusesWhatIsNotASpan) {
+  int32_t root = 0;
+  const GrammarMatcher start = make(quoted_copy(1, &root), root, kSource);
+  auto accepts = [&](const std::string& text) {
+    GrammarMatcher m = start;
+    return m.accept_bytes(text) && m.can_end();
+  };
+  EXPECT_TRUE(accepts("\"Hello\""));
+  EXPECT_TRUE(accepts("\"世界!\""));
+  EXPECT_FALSE(accepts("\"\""));           // lo = 1: at least one character
+  EXPECT_FALSE(accepts("\"Hellx\""));
+  EXPECT_FALSE(accepts("\"界世\""));
+  EXPECT_FALSE(accepts("\"said \"hi\"\""));  // a raw quote ends the string
+  EXPECT_TRUE(accepts("\"said \\\"hi\\\"\""));
+  EXPECT_TRUE(accepts("\"C:\\\\path\""));    // the backslash doubled
+  EXPECT_FALSE(accepts("\"C:\\path\""));     // \p is no escape
+  EXPECT_TRUE(accepts("\"path/x\""));
+  EXPECT_TRUE(accepts("\"path\\/x\""));      // \/ stands for /
+  EXPECT_TRUE(accepts("\"x\\nand\\ttab\""));
+  EXPECT_FALSE(accepts("\"x\nand\""));       // raw newline is not JSON
+  EXPECT_FALSE(accepts("\"\\u0048ello\""));  // \u escapes are not produced
+  // Character boundaries: not inside 世 (E4 B8 96), not starting with its continuation bytes.
+  GrammarMatcher m = start;
+  ASSERT_TRUE(m.accept_bytes("\"\xE4\xB8"));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.accept_bytes("\""));
+  EXPECT_FALSE(accepts("\"\xB8\x96\xE7\x95\x8C\""));
+  // Inside an escape the span cannot end.
+  GrammarMatcher esc = start;
+  ASSERT_TRUE(esc.accept_bytes("\"said \\"));
+  EXPECT_FALSE(esc.can_end());
+  EXPECT_EQ(esc.min_rest(), 2);  // the escaped character, then the closing quote
+  EXPECT_FALSE(esc.accept_bytes("x"));
+  EXPECT_TRUE(esc.accept_bytes("\""));  // \" stands for the source's quote
+}
+
+TEST(GrammarMatcher, CopyAgreesWithFindOnRandomStrings) {
+  int32_t root = 0;
+  const GrammarMatcher start = make(quoted_copy(0, &root), root, kSource);
+  // Characters of the source (and a few not in it), strung together at random.
+  std::vector<std::string> chars;
+  for (size_t i = 0; i < kSource.size();) {
+    size_t n = 1;
+    while (i + n < kSource.size() && (static_cast<uint8_t>(kSource[i + n]) & 0xC0) == 0x80) ++n;
+    chars.push_back(kSource.substr(i, n));
+    i += n;
+  }
+  chars.insert(chars.end(), {"Z", "é", "q"});
+  std::mt19937 rng(5);
+  int found = 0;
+  for (int t = 0; t < 4000; ++t) {
+    std::string raw;
+    const int len = static_cast<int>(rng() % 5);
+    // Start at a random place of the source half the time so that many strings are spans.
+    size_t at = rng() % chars.size();
+    for (int i = 0; i < len; ++i) raw += rng() % 4 != 0 ? chars[(at + static_cast<size_t>(i)) % chars.size()] : chars[rng() % chars.size()];
+    const bool want = kSource.find(raw) != std::string::npos;
+    found += want;
+    GrammarMatcher m = start;
+    const bool got = m.accept_bytes("\"" + json_content(raw) + "\"") && m.can_end();
+    ASSERT_EQ(got, want) << "'" << raw << "'";
+  }
+  EXPECT_GT(found, 500);
+}
+
+TEST(GrammarMatcher, CopyFollowedByMoreText) {
+  // Two spans separated by a literal that also occurs in the source: the matcher keeps both readings.
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  g.add_alt(root, cat({lit("["), copy_span(1), lit(", "), copy_span(1), lit("]")}));
+  const GrammarMatcher start = make(std::move(g), root, "a, b, c");
+  GrammarMatcher m = start;
+  ASSERT_TRUE(m.accept_bytes("[a, b, c, b]"));
+  EXPECT_TRUE(m.done());
+  m = start;
+  ASSERT_TRUE(m.accept_bytes("[a, b"));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_TRUE(m.accept_bytes("]"));
+  m = start;
+  EXPECT_FALSE(m.accept_bytes("[a, b, d"));
+}
+
+TEST(GrammarMatcher, CopySourceLimits) {
+  int32_t root = 0;
+  Grammar g = quoted_copy(1, &root);
+  ASSERT_TRUE(g.finalize(root).is_ok());
+  auto big = GrammarMatcher::create(g, std::string(CopySource::kMaxBytes + 1, 'x'));
+  ASSERT_FALSE(big.has_value());
+  EXPECT_NE(big.status().message().find("limit"), std::string::npos) << big.status().message();
+  auto bad = GrammarMatcher::create(g, "ab\xC3");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("UTF-8"), std::string::npos);
+  // The limit itself is fine and builds in bounded time.
+  std::string max_src;
+  std::mt19937 rng(6);
+  while (max_src.size() < CopySource::kMaxBytes) max_src += static_cast<char>('a' + rng() % 26);
+  auto ok = GrammarMatcher::create(g, max_src);
+  ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
+  EXPECT_TRUE(ok->accept_bytes("\"" + max_src.substr(777777, 40) + "\""));
+  EXPECT_TRUE(ok->done());
+}
+
+TEST(GrammarMatcher, RefusesUnfinalizedGrammar) {
+  Grammar g;
+  g.add_alt(g.add_rule("root"), lit("x"));
+  EXPECT_FALSE(GrammarMatcher::create(std::move(g)).has_value());
+}
+
+}  // namespace
+}  // namespace pocket
