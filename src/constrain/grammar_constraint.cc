@@ -3,6 +3,7 @@
 #include "constrain/grammar_constraint.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -259,13 +260,19 @@ Status GrammarConstraint::mask(float* logits, int32_t n_vocab, int64_t n_left) {
   for (size_t w = 0; t < n_known; ++w) {
     const uint64_t word = bits_[w];
     const int32_t end = std::min(t + 64, n_known);
-    if (word == ~uint64_t{0} && end - t == 64) {
+    if (end - t == 64 && (word == ~uint64_t{0} || word == 0)) {  // whole words: nothing, or a plain fill
+      if (word == 0) std::fill_n(logits + t, 64, kNegInf);
       t = end;
       continue;
     }
-    for (int32_t k = 0; t < end; ++t, ++k) {
-      if (((word >> k) & 1u) == 0) logits[t] = kNegInf;
+    // A mixed word: visit only its refused tokens.
+    uint64_t refused = ~word;
+    if (end - t < 64) refused &= (uint64_t{1} << (end - t)) - 1;
+    while (refused != 0) {
+      logits[t + std::countr_zero(refused)] = kNegInf;
+      refused &= refused - 1;
     }
+    t = end;
   }
   for (; t < n_vocab; ++t) logits[t] = kNegInf;  // ids past the tokenizer's vocabulary (padding rows)
   return Status::ok();
