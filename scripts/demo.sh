@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build pocket, run pocket-nano (the default model, models/pocket-nano-q4.pocket) on an app
-# task — extracting the fields of a Chinese product description into JSON — and print the budget line
-# (package size, peak memory increase, prefill and decode tokens/s).
+# task — extracting the fields of a Chinese product description into JSON through the task layer (the JSON
+# is valid against schemas/product.schema.json by construction and every value is a span of the text) —
+# and print the budget line (package size, peak memory increase, prefill and decode tokens/s, mask cost).
 # POCKET_DEMO_PROMPT overrides the task text; POCKET_DEMO_ARCH=pocket-0.3b instead writes and runs a
 # random-weight model of the pocket-0.3b architecture (size/speed only: random weights make random text).
 set -euo pipefail
@@ -20,6 +21,10 @@ fi
 model=models/pocket-nano-q4.pocket
 "$pocket" inspect --brief "$model" | sed -n '1,3p;/^parameters/p'
 echo
-prompt=${POCKET_DEMO_PROMPT:-$'提取JSON：\n墨绿色双肩包，品牌山野，尺码：大号，￥329，面料尼龙。支持七天无理由退货。'}
-# One user turn in the model's chat template, greedy: the answer is the JSON the task asks for.
-"$pocket" run -m "$model" --chat -p "$prompt" -n 96 --temp 0
+text=${POCKET_DEMO_PROMPT:-'墨绿色双肩包，品牌山野，尺码：大号，￥329，面料尼龙。支持七天无理由退货。'}
+schema=schemas/product.schema.json
+echo "text:   $text"
+echo "schema ($schema):"; cat "$schema"
+echo
+# Greedy, one user turn in the model's chat template, output constrained to the schema and grounded in the text.
+"$pocket" task extract -m "$model" --schema "$schema" -p "$text" -n 96

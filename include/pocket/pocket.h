@@ -149,6 +149,32 @@ typedef struct pocket_spec_stats {
 /* POCKET_ERR_INVALID_ARGUMENT when session or out is NULL. */
 pocket_status pocket_session_spec_stats(const pocket_session* session, pocket_spec_stats* out);
 
+
+/* App tasks (docs/tasks.md, "The task layer") -------------------------------------------------------------- */
+/* Outputs valid by construction: extraction constrained to a JSON schema (string properties marked
+ * "x-pocket-copy": true, or all with ground, are spans of the text), labels scored by the model's own
+ * probabilities, redaction by check-digit detectors. Each call resets the session (tasks are independent
+ * requests) and needs a plain session (POCKET_ERR_UNSUPPORTED for a speculative one). On success
+ * *result_json points to a NUL-terminated JSON object owned by the library, valid until the next
+ * pocket_task_* call on the same thread. pocket_session_cancel stops a running task (POCKET_ERR_CANCELLED).
+ * Errors: POCKET_ERR_INVALID_ARGUMENT for a malformed request or schema (an unsupported keyword is named),
+ * labels that tokenize to nothing, bad UTF-8; POCKET_ERR_CONTEXT_EXCEEDED for a text too long. */
+
+/* The whole request as JSON, e.g. {"task":"classify","text":"…","labels":["a","b"]} (the same JSON as
+ * `pocket task --request` and the server's POST /v1/pocket/task). */
+pocket_status pocket_task_run(pocket_session* session, const char* request_json, size_t len, const char** result_json);
+/* {"result":{…},"valid":true,…}. schema_json: a JSON schema (NUL-terminated; NULL or "" = any JSON object). */
+pocket_status pocket_task_extract(pocket_session* session, const char* text, size_t len, const char* schema_json,
+                                  int32_t ground, const char** result_json);
+/* {"label":"…","confidence":p,"labels":[{"label","probability","logprob"},…]}: probabilities sum to 1. */
+pocket_status pocket_task_classify(pocket_session* session, const char* text, size_t len, const char* const* labels,
+                                   size_t n_labels, const char** result_json);
+/* {"route":"local"|"cloud","p_local":p,"confidence":c,…}: "local" when p_local >= threshold (0..1). */
+pocket_status pocket_task_route(pocket_session* session, const char* text, size_t len, double threshold,
+                                const char** result_json);
+/* {"text":"…[PHONE]…","spans":[{"begin","end","kind","source"},…]}. session may be NULL: detectors only. */
+pocket_status pocket_task_redact(pocket_session* session, const char* text, size_t len, const char** result_json);
+
 #ifdef __cplusplus
 }
 #endif

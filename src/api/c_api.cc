@@ -6,6 +6,7 @@
 
 #include "generate/session.h"
 #include "speculative/speculative_session.h"
+#include "task/task.h"
 #include "pocket/pocket.h"
 
 struct pocket_model {
@@ -263,6 +264,102 @@ pocket_status pocket_generate(pocket_session* s, const char* prompt, size_t len,
       stats->decode_tokens_per_second = gs.decode_tps();
     }
     if (!st.is_ok()) return fail(st);
+    return POCKET_OK;
+  });
+}
+
+/* App tasks ---------------------------------------------------------------------------------------------- */
+
+namespace {
+
+thread_local std::string g_task_result;
+
+// Runs `req` on a plain session and keeps the result for the caller (valid until this thread's next task).
+pocket_status run_task_request(pocket_session* s, const nlohmann::ordered_json& req, const char** result_json) {
+  if (s->spec) {
+    return fail(POCKET_ERR_UNSUPPORTED, "pocket_task: the task layer needs a plain session (spec_method NONE)");
+  }
+  s->cancel.store(false);
+  pocket::Expected<nlohmann::ordered_json> r = [&]() -> pocket::Expected<nlohmann::ordered_json> {
+    // The session's cancel flag reaches the task through the request's options.
+    return pocket::run_task(*s->session, req, &s->cancel);
+  }();
+  if (!r) return fail(r.status());
+  g_task_result = r->dump();
+  *result_json = g_task_result.c_str();
+  return POCKET_OK;
+}
+
+}  // namespace
+
+pocket_status pocket_task_run(pocket_session* s, const char* request_json, size_t len, const char** result_json) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr || result_json == nullptr || (request_json == nullptr && len > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_run: NULL argument");
+    }
+    nlohmann::ordered_json req = nlohmann::ordered_json::parse(std::string_view(request_json ? request_json : "", len), nullptr, false);
+    if (req.is_discarded()) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_run: the request is not valid JSON");
+    return run_task_request(s, req, result_json);
+  });
+}
+
+pocket_status pocket_task_extract(pocket_session* s, const char* text, size_t len, const char* schema_json,
+                                  int32_t ground, const char** result_json) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr || result_json == nullptr || (text == nullptr && len > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_extract: NULL argument");
+    }
+    nlohmann::ordered_json req = {{"task", "extract"}, {"text", std::string(text ? text : "", len)}, {"ground", ground != 0}};
+    if (schema_json != nullptr && schema_json[0] != '\0') {
+      nlohmann::ordered_json schema = nlohmann::ordered_json::parse(schema_json, nullptr, false);
+      if (schema.is_discarded()) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_extract: the schema is not valid JSON");
+      req["schema"] = std::move(schema);
+    }
+    return run_task_request(s, req, result_json);
+  });
+}
+
+pocket_status pocket_task_classify(pocket_session* s, const char* text, size_t len, const char* const* labels,
+                                   size_t n_labels, const char** result_json) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr || result_json == nullptr || (text == nullptr && len > 0) || (labels == nullptr && n_labels > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_classify: NULL argument");
+    }
+    nlohmann::ordered_json ls = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < n_labels; ++i) {
+      if (labels[i] == nullptr) return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_classify: a NULL label");
+      ls.push_back(labels[i]);
+    }
+    nlohmann::ordered_json req = {{"task", "classify"}, {"text", std::string(text ? text : "", len)}, {"labels", ls}};
+    return run_task_request(s, req, result_json);
+  });
+}
+
+pocket_status pocket_task_route(pocket_session* s, const char* text, size_t len, double threshold,
+                                const char** result_json) {
+  return guarded([&]() -> pocket_status {
+    if (s == nullptr || result_json == nullptr || (text == nullptr && len > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_route: NULL argument");
+    }
+    if (!(threshold >= 0.0 && threshold <= 1.0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_route: threshold must be in [0, 1]");
+    }
+    nlohmann::ordered_json req = {{"task", "route"}, {"text", std::string(text ? text : "", len)}, {"threshold", threshold}};
+    return run_task_request(s, req, result_json);
+  });
+}
+
+pocket_status pocket_task_redact(pocket_session* s, const char* text, size_t len, const char** result_json) {
+  return guarded([&]() -> pocket_status {
+    if (result_json == nullptr || (text == nullptr && len > 0)) {
+      return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_task_redact: NULL argument");
+    }
+    const std::string t(text ? text : "", len);
+    if (s != nullptr) return run_task_request(s, {{"task", "redact"}, {"text", t}, {"model", true}}, result_json);
+    auto r = pocket::task_redact(nullptr, t, pocket::TaskOptions{});
+    if (!r) return fail(r.status());
+    g_task_result = pocket::redact_result_json(t, *r).dump();
+    *result_json = g_task_result.c_str();
     return POCKET_OK;
   });
 }

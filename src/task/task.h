@@ -4,6 +4,7 @@
 // A Session is used by one thread at a time; every call resets it first (tasks are independent requests).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,14 +35,19 @@ std::string default_instruction(std::string_view task, std::string_view text);
 // empty means any JSON object (OpenAI's response_format json_object). `source_text` is what
 // "x-pocket-copy" strings must be spans of. Errors: malformed JSON, unsupported keyword (named), an
 // impossible schema.
+// `ground_strings` marks every plain string property "x-pocket-copy". Number and integer properties marked
+// "x-pocket-copy" (or all of them with `ground_strings`) may take only a number written in `source_text`
+// (the schema is specialised to the request: an enum of those numbers). Compiled grammars are cached
+// (keyed by the vocabulary and the schema text), so a repeated schema costs only its masks.
 Expected<std::unique_ptr<TokenConstraint>> make_json_constraint(const Model& model, std::string_view schema_json,
-                                                                std::string_view source_text);
+                                                                std::string_view source_text,
+                                                                bool ground_strings = false);
 // The same from a grammar in the GBNF-like text form (docs/tasks.md, "Grammars").
 Expected<std::unique_ptr<TokenConstraint>> make_grammar_constraint(const Model& model, std::string_view grammar_text,
                                                                    std::string_view source_text = {});
 
 struct ExtractResult {
-  nlohmann::json value;       // valid against the schema
+  nlohmann::ordered_json value;       // valid against the schema
   std::string text;           // the generated text
   GenerateStats stats;
   std::vector<std::string> validation_errors;  // the independent validator's verdict (empty: valid)
@@ -51,6 +57,10 @@ struct ExtractResult {
 Expected<ExtractResult> task_extract(Session& s, std::string_view text, std::string_view schema_json,
                                      const TaskOptions& opts = {}, bool ground_strings = false,
                                      std::string_view instruction = {});
+
+// The numbers written in `text` (digits with an optional fraction; a leading minus sign only where it
+// stands as a sign), as JSON numbers: integers stay integers, "89.00" becomes 89. At most 64, in order.
+std::vector<nlohmann::ordered_json> numbers_in_text(std::string_view text);
 
 struct LabelScore {
   std::string label;
@@ -109,7 +119,11 @@ Expected<RedactResult> task_redact(Session* s, std::string_view text, const Task
 //   {"task":"route","text":"…"[,"threshold":0.5]}                → {"route":"local","p_local":…,…}
 //   {"task":"rewrite","text":"…"}                                → {"text":"…"}
 //   {"task":"redact","text":"…"[,"model":true]}                  → {"text":"…","spans":[…]}
-// Optional in every request: "instruction", "max_tokens", "temperature", "seed".
-Expected<nlohmann::json> run_task(Session& s, const nlohmann::json& request);
+// Optional in every request: "instruction", "max_tokens", "temperature", "seed", "system", "chat"; an unknown
+// key is an error naming it. `cancel` (may be null) stops a running task with kCancelled.
+Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_json& request, const std::atomic<bool>* cancel = nullptr);
+
+// The JSON of a redaction of `text` (as run_task returns it): {"task":"redact","text":…,"spans":[…]}.
+nlohmann::ordered_json redact_result_json(std::string_view text, const RedactResult& r);
 
 }  // namespace pocket

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "core/bandwidth_probe.h"
+#include "bench_constrain.h"
 #include "bench_spec.h"
 #include "core/process_memory.h"
 #include "energy_model.h"
@@ -31,7 +32,20 @@ struct BenchArgs {
   bool spec_only = false;
   bool no_spec_fallback = false;
   bool verify_curve = false;
+  std::string schema_file, grammar_file, source_file;  // constrained-decoding rows (bench_constrain.h)
 };
+
+ConstrainBenchArgs constrain_args(const BenchArgs& a) {
+  ConstrainBenchArgs c;
+  c.model = a.model;
+  c.schema_file = a.schema_file;
+  c.grammar_file = a.grammar_file;
+  c.source_file = a.source_file;
+  c.n_gen = a.n_gen > 0 ? a.n_gen : 128;
+  c.reps = a.reps;
+  c.threads = a.threads;
+  return c;
+}
 
 SpecBenchArgs spec_args(const BenchArgs& a) {
   SpecBenchArgs s;
@@ -214,6 +228,9 @@ int bench(const BenchArgs& a) {
     if (a.spec != "none") {
       if (int rc = bench_speculative(spec_args(a), &j); rc != 0) return rc;
     }
+    if (!a.schema_file.empty() || !a.grammar_file.empty()) {
+      if (int rc = bench_constrained(constrain_args(a), &j); rc != 0) return rc;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -243,7 +260,10 @@ int bench(const BenchArgs& a) {
     std::printf("energy per call (1024 in, 128 out): %.2f J (%s), %.2e of a %.1f Wh phone battery (1/%.0f)\n", e.joules,
                 e.method.c_str(), e.battery_fraction, kPhoneBatteryWh, 1.0 / e.battery_fraction);
   }
-  if (a.spec != "none") return bench_speculative(spec_args(a), nullptr);
+  if (a.spec != "none") {
+    if (int rc = bench_speculative(spec_args(a), nullptr); rc != 0) return rc;
+  }
+  if (!a.schema_file.empty() || !a.grammar_file.empty()) return bench_constrained(constrain_args(a), nullptr);
   return 0;
 }
 
@@ -270,6 +290,10 @@ void register_bench(CLI::App& app) {
   c->add_flag("--spec-only", a->spec_only, "Only the speculative rows");
   c->add_flag("--no-spec-fallback", a->no_spec_fallback,
               "Always speculate (default: decode plainly while speculation is measured slower)");
+  c->add_option("--json-schema-file", a->schema_file,
+                 "Also measure constrained decoding under this JSON schema: mask cost per token against the decode step");
+  c->add_option("--grammar-file", a->grammar_file, "Also measure constrained decoding under this GBNF grammar");
+  c->add_option("--constrain-source", a->source_file, "Source text for grounded (copy) strings in the constrained rows");
   c->add_flag("--verify-curve", a->verify_curve,
               "Measure the verify pass for every row count from 2 to k + 1 against a decode step (to choose k)");
   c->callback([a] {

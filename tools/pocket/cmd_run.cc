@@ -10,6 +10,7 @@
 #include "core/process_memory.h"
 #include "generate/session.h"
 #include "speculative/speculative_session.h"
+#include "task/task.h"
 
 namespace pocket::cli {
 
@@ -30,6 +31,7 @@ struct RunArgs {
   std::string spec = "none", draft_model;  // speculative decoding (src/speculative)
   int draft_max = 8;
   bool no_spec_fallback = false;
+  std::string grammar, grammar_file, json_schema, json_schema_file;  // constrained decoding (src/constrain)
 };
 
 int run(const RunArgs& a) {
@@ -95,6 +97,26 @@ int run(const RunArgs& a) {
   sp.repeat_last_n = a.repeat_last_n == -1000000 ? def.repeat_last_n : a.repeat_last_n;
   sp.seed = a.seed;
 
+  // Constrained decoding: a GBNF grammar or a JSON schema; "copy" terminals / "x-pocket-copy" strings are spans
+  // of the prompt as typed.
+  std::unique_ptr<TokenConstraint> constraint;
+  std::string grammar = a.grammar, schema = a.json_schema;
+  for (auto [file, out] : {std::pair{&a.grammar_file, &grammar}, std::pair{&a.json_schema_file, &schema}}) {
+    if (file->empty()) continue;
+    std::ifstream in(*file, std::ios::binary);
+    if (!in) return report("run", io_error("[run] cannot read '" + *file + "'"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+  }
+  const bool want_schema = !a.json_schema.empty() || !a.json_schema_file.empty();
+  if (want_schema || !grammar.empty()) {
+    if (specs) return report("run", unsupported("[run] --grammar/--json-schema run without speculation (--spec none)"));
+    auto c = want_schema ? make_json_constraint(**model, schema, shown) : make_grammar_constraint(**model, grammar, shown);
+    if (!c) return report("run", c.status());
+    constraint = std::move(*c);
+    go.constraint = constraint.get();
+  }
   std::fwrite(shown.data(), 1, shown.size(), stdout);
   if (a.chat) std::fputc('\n', stdout);
   std::fflush(stdout);
@@ -153,6 +175,10 @@ void register_run(CLI::App& app) {
   c->add_flag("--chat", a->chat, "Wrap the prompt as a user turn in the package's chat template (implies --special)");
   c->add_option("--system", a->system, "With --chat: a system turn before the user turn");
   c->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past stop tokens");
+  c->add_option("--grammar", a->grammar, "Constrain the output to a GBNF grammar (text; docs/constrained-decoding.md)");
+  c->add_option("--grammar-file", a->grammar_file, "Constrain the output to the GBNF grammar in this file");
+  c->add_option("-j,--json-schema", a->json_schema, "Constrain the output to JSON valid against this schema (given as text)");
+  c->add_option("--json-schema-file", a->json_schema_file, "Constrain the output to JSON valid against the schema in this file");
   c->add_option("--spec", a->spec, "Speculative decoding: none, ngram (prompt lookup) or draft (-md)")
       ->check(CLI::IsMember({"none", "ngram", "draft"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k, 1..16 (adapted down when acceptance drops)");

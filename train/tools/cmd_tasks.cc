@@ -15,6 +15,7 @@
 #include "data/task_scorer.h"
 #include "data/tasks.h"
 #include "generate/session.h"
+#include "task_layer_answers.h"
 
 namespace pocket::train::cli {
 
@@ -157,12 +158,14 @@ int cmd_score_tasks(int argc, char** argv) {
   Args a(argc, args.data(), 2);
   if (a.has("help") || !a.has("data") || (a.has("model") == a.has("pred"))) {
     std::printf("usage: pocket-train score-tasks (-m MODEL.pocket | --pred PRED.jsonl) --data TEST.jsonl [--limit N]\n"
-                "         [--max-tokens N] [--threads N] [--json OUT] [--save-pred OUT.jsonl]\n"
-                "  -m: greedy answers of the model (prompts rendered with its chat template); --pred: one\n"
+                "         [--max-tokens N] [--threads N] [--json OUT] [--save-pred OUT.jsonl] [--task-layer]\n"
+                "  -m: greedy answers of the model (prompts rendered with its chat template); with --task-layer\n"
+                "  through the runtime's task layer (schema-constrained, grounded extraction and tool calls, label\n"
+                "  probabilities for intent and route; docs/tasks.md); --pred: one\n"
                 "  {\"prediction\": ...} line per data line, in order. Prints a table per task x language.\n");
     return a.has("help") ? 0 : 1;
   }
-  if (std::string u = a.unknown({"model", "pred", "data", "limit", "max-tokens", "threads", "json", "save-pred", "help"});
+  if (std::string u = a.unknown({"model", "pred", "data", "limit", "max-tokens", "threads", "json", "save-pred", "task-layer", "help"});
       !u.empty()) {
     return report("score-tasks", invalid_argument("unknown flag(s) " + u));
   }
@@ -180,8 +183,10 @@ int cmd_score_tasks(int argc, char** argv) {
   if (*limit > 0 && static_cast<size_t>(*limit) < data->size()) data->resize(static_cast<size_t>(*limit));
 
   Expected<std::vector<std::string>> preds =
-      a.has("pred") ? read_predictions(a.str("pred"))
-                    : generate_answers(a.str("model"), *data, static_cast<int32_t>(*max_tokens), static_cast<int32_t>(*threads));
+      a.has("pred")         ? read_predictions(a.str("pred"))
+      : a.has("task-layer") ? task_layer_answers(a.str("model"), *data, static_cast<int32_t>(*max_tokens),
+                                                 static_cast<int32_t>(*threads))
+                            : generate_answers(a.str("model"), *data, static_cast<int32_t>(*max_tokens), static_cast<int32_t>(*threads));
   if (!preds) return report("score-tasks", preds.status());
   if (preds->size() < data->size()) {
     return report("score-tasks", invalid_argument("[score-tasks] " + std::to_string(preds->size()) +

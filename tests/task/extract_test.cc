@@ -1,0 +1,121 @@
+// Grounded extraction on the real default model: the demo's product text gives JSON that parses, is valid
+// against the schema (checked here, independently of the grammar), and whose every value is written in the
+// text; bad schemas and over-long texts are clear errors; run_task's JSON request checks its keys.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "task/task.h"
+#include "task_fixture.h"
+
+namespace pocket {
+namespace {
+
+using testing::nano_session;
+
+std::string product_schema() {
+  const auto path = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "schemas" /
+                    "product.schema.json";
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every string value (recursively) is a substring of `text`, every number's digits appear in it.
+void expect_grounded(const nlohmann::ordered_json& v, const std::string& text) {
+  if (v.is_string()) {
+    EXPECT_NE(text.find(v.get<std::string>()), std::string::npos) << v;
+  } else if (v.is_number_integer()) {
+    EXPECT_NE(text.find(std::to_string(v.get<int64_t>())), std::string::npos) << v;
+  } else if (v.is_object() || v.is_array()) {
+    for (const auto& x : v) expect_grounded(x, text);
+  }
+}
+
+TEST(TaskExtract, DemoTextIsGroundedAndValid) {
+  const std::string schema = product_schema();
+  ASSERT_FALSE(schema.empty());
+  const std::vector<std::string> texts = {
+      "墨绿色双肩包，品牌山野，尺码：大号，￥329，面料尼龙。支持七天无理由退货。",
+      "Hot sale! Brand: Zephyr running shoes in orange, size EU 42, $89.99, mesh upper. Free returns within 30 days.",
+      "藏青色开衫，品牌暖阳，尺码：M，￥199，面料涤纶。好评率98%。"};
+  auto s = nano_session();
+  for (const std::string& text : texts) {
+    auto r = task_extract(*s, text, schema);
+    ASSERT_TRUE(r) << r.status().to_string();
+    EXPECT_TRUE(r->validation_errors.empty()) << r->text;
+    ASSERT_TRUE(r->value.is_object()) << r->text;
+    ASSERT_TRUE(r->value.contains("name")) << r->text;
+    for (auto it = r->value.begin(); it != r->value.end(); ++it) {
+      EXPECT_TRUE(it.key() == "name" || it.key() == "brand" || it.key() == "price" || it.key() == "colour" ||
+                  it.key() == "size" || it.key() == "material")
+          << it.key();
+    }
+    expect_grounded(r->value, text);
+    if (r->value.contains("price")) {
+      EXPECT_TRUE(r->value["price"].is_number());
+    }
+    EXPECT_EQ(nlohmann::ordered_json::parse(r->text), r->value);  // the text is the value, compact
+  }
+}
+
+TEST(TaskExtract, GroundAllStringsWithoutMarks) {
+  const std::string schema = R"({"type":"object","properties":{"name":{"type":"string"},"colour":{"type":"string"}},"required":["name"]})";
+  const std::string text = "藏青色开衫，品牌暖阳，尺码：M，￥199，面料涤纶。";
+  auto s = nano_session();
+  auto r = task_extract(*s, text, schema, {}, /*ground_strings=*/true);
+  ASSERT_TRUE(r) << r.status().to_string();
+  expect_grounded(r->value, text);
+  EXPECT_TRUE(r->validation_errors.empty());
+}
+
+TEST(TaskExtract, BadSchemasAreClearErrors) {
+  auto s = nano_session();
+  auto malformed = task_extract(*s, "x", R"({"type":"object",)");
+  ASSERT_FALSE(malformed);
+  EXPECT_EQ(malformed.status().code(), ErrorCode::kInvalidArgument);
+  auto unsupported = task_extract(*s, "x", R"({"type":"object","properties":{"sku":{"type":"string","pattern":"^A"}}})");
+  ASSERT_FALSE(unsupported);
+  EXPECT_NE(unsupported.status().to_string().find("pattern"), std::string::npos) << unsupported.status().to_string();
+  auto impossible = task_extract(*s, "x", R"({"type":"integer","minimum":5,"maximum":1})");
+  ASSERT_FALSE(impossible);
+  // A required grounded number the text does not contain.
+  auto no_number = task_extract(*s, "no digits here",
+                                R"({"type":"object","properties":{"price":{"type":"number","x-pocket-copy":true}},"required":["price"]})");
+  ASSERT_FALSE(no_number);
+  EXPECT_NE(no_number.status().to_string().find("price"), std::string::npos);
+  // Still usable.
+  EXPECT_TRUE(task_extract(*s, "红色T恤", R"({"type":"object","properties":{"name":{"type":"string","x-pocket-copy":true}},"required":["name"]})"));
+}
+
+TEST(TaskExtract, TextLongerThanTheContext) {
+  auto s = nano_session(1, 64);
+  auto r = task_extract(*s, std::string(3000, 'x'), product_schema());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().code(), ErrorCode::kContextExceeded);
+}
+
+TEST(RunTask, RequestsAndTheirErrors) {
+  auto s = nano_session();
+  auto ok = run_task(*s, {{"task", "classify"}, {"text", "where is my order?"}, {"labels", {"order_status", "refund"}}});
+  ASSERT_TRUE(ok) << ok.status().to_string();
+  EXPECT_TRUE((*ok)["label"] == "order_status" || (*ok)["label"] == "refund");
+  EXPECT_NEAR((*ok)["labels"][0]["probability"].get<double>() + (*ok)["labels"][1]["probability"].get<double>(), 1.0, 1e-9);
+  auto typo = run_task(*s, {{"task", "classify"}, {"text", "x"}, {"lables", {"a"}}});
+  ASSERT_FALSE(typo);
+  EXPECT_NE(typo.status().to_string().find("lables"), std::string::npos);
+  EXPECT_FALSE(run_task(*s, {{"task", "summarise"}, {"text", "x"}}));
+  EXPECT_FALSE(run_task(*s, {{"task", "classify"}, {"text", 5}, {"labels", {"a"}}}));
+  EXPECT_FALSE(run_task(*s, nlohmann::ordered_json::array()));
+  auto red = run_task(*s, {{"task", "redact"}, {"text", "call 13812345678"}});
+  ASSERT_TRUE(red);
+  EXPECT_EQ((*red)["text"], "call [PHONE]");
+  auto ex = run_task(*s, {{"task", "extract"}, {"text", "红色T恤，￥59"}, {"schema", nlohmann::ordered_json::parse(product_schema())}});
+  ASSERT_TRUE(ex) << ex.status().to_string();
+  EXPECT_TRUE((*ex)["valid"].get<bool>());
+}
+
+}  // namespace
+}  // namespace pocket
