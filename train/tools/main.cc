@@ -19,6 +19,8 @@ void usage() {
       "             {\"messages\"}) -> a token shard\n"
       "  pretrain   train a model from scratch (or resume the run in --out)\n"
       "  sft        fine-tune a pretrained run on chats, loss on assistant tokens only\n"
+      "  mopd       multi-teacher on-policy distillation: reverse KL to each task's teacher on student samples\n"
+      "  loop       SFT loop engine: failures -> targeted examples -> fine-tune, kept only if no cell regresses\n"
       "  eval       held-out loss of a checkpoint, and greedy answer accuracy on chats\n"
       "  export     a checkpoint -> a .pocket package for `pocket run`\n");
 }
@@ -43,6 +45,8 @@ int main(int argc, char** argv) {
   if (cmd == "make-tasks") return cli::cmd_make_tasks(argc, argv);
   if (cmd == "score-tasks") return cli::cmd_score_tasks(argc, argv);
   if (cmd == "build-corpus") return cli::cmd_build_corpus(argc, argv);
+  if (cmd == "mopd") return cli::cmd_mopd(argc, argv);
+  if (cmd == "loop") return cli::cmd_loop(argc, argv);
   std::fprintf(stderr, "pocket-train: unknown command '%s'\n", cmd.c_str());
   usage();
   return 1;

@@ -1,0 +1,119 @@
+// The SFT loop engine (`pocket-train loop`): evaluate a checkpoint on the task suites, classify its failures
+// (failure_classes.h), build a round of training data aimed at the most frequent failure classes (fresh
+// generator draws weighted towards the failing (task, language) cells, plus replayed training examples),
+// fine-tune, re-evaluate on the held-out split, and keep the round only if the regression gate holds (no
+// cell drops by more than a margin); otherwise roll back to the previous checkpoint. Every round's table is
+// written to OUT/loop.json. Torch-free header; training and answers go through LoopHooks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/status.h"
+#include "data/task_scorer.h"
+#include "data/tasks.h"
+#include "loop/failure_classes.h"
+#include "nn/answers.h"
+#include "run/train_config.h"
+
+namespace pocket::train {
+
+// ---- the regression gate
+
+struct CellChange {
+  TaskKind task = TaskKind::kExtract;
+  Lang lang = Lang::kEn;
+  int64_t n = 0;
+  double before = 0, after = 0;  // the task metric (task_scorer.h) on the held-out examples of the cell
+};
+struct GateDecision {
+  bool accepted = false;
+  double margin = 0;
+  std::vector<CellChange> cells;  // every cell scored before, in task then language order
+  double worst_drop = 0;          // max over cells of before - after (negative: every cell improved)
+  std::string reason;             // which cells broke the gate, or the worst cell when it held
+};
+// Accepts iff every cell scored before scores at least before - margin after (a cell missing after counts as 0).
+GateDecision regression_gate(const std::vector<CellScore>& before, const std::vector<CellScore>& after, double margin);
+
+// ---- failures and the examples that target them
+
+struct FailureCount {
+  TaskKind task = TaskKind::kExtract;
+  Lang lang = Lang::kEn;
+  FailureClass cls = FailureClass::kOther;
+  int64_t n = 0;                   // failing examples of the cell in this class
+  std::vector<std::string> hints;  // their distinct gold labels / tool names (FailureReport::hint)
+};
+// Failure counts of `preds` (one per example of `eval`), per (task, language, class), in that order.
+std::vector<FailureCount> count_failures(const std::vector<TaskExample>& eval, const std::vector<std::string>& preds);
+
+struct TargetQuota {
+  TaskKind task = TaskKind::kExtract;
+  Lang lang = Lang::kEn;
+  FailureClass cls = FailureClass::kOther;
+  int64_t n = 0;  // examples to draw
+  std::vector<std::string> hints;
+};
+// The `top_k` (task, class) pairs with the most failures over both languages, and `n_examples` split over
+// them in proportion to their counts, each pair's share over its languages in proportion to theirs.
+std::vector<TargetQuota> plan_targets(const std::vector<FailureCount>& counts, int64_t top_k, int64_t n_examples);
+
+// Draws each quota's examples from the task generators (seeded from `seed` and the quota), preferring
+// examples that exercise the class (example_targets; after 64 draws without one, any example of the cell),
+// and never a prompt in `exclude` (the held-out splits).
+std::vector<TaskExample> targeted_examples(const std::vector<TargetQuota>& plan, uint64_t seed,
+                                           const std::unordered_set<std::string>& exclude);
+
+// ---- the loop
+
+struct LoopConfig {
+  std::string init;                // the checkpoint (run or checkpoint directory) the loop starts from
+  std::string tasks_dir;           // make-tasks output: train.jsonl (replay), dev.jsonl, test.jsonl
+  std::string eval_split = "dev";  // the held-out split evaluated and gated on (test stays untouched)
+  std::string out_dir;             // loop.json, round-NN/{data.jsonl, data.shard, run/}
+  int64_t rounds = 3;
+  double margin = 0.02;            // the most any (task, language) cell may drop
+  int64_t eval_per_cell = 20;      // held-out examples per cell (the first ones of the split, in file order)
+  int64_t examples_per_round = 2000;
+  double replay_fraction = 0.5;    // share of a round's examples replayed from train.jsonl
+  int64_t top_classes = 3;
+  uint64_t seed = 1;
+  AnswerOptions answers;           // how answers are generated for evaluation (greedy by default)
+  TrainConfig sft;                 // each round's fine-tune: optimiser, schedule, rows; data/init/out set per round
+};
+
+// How the loop evaluates and trains; tests replace them. answer: a checkpoint's answers to the examples;
+// fine_tune: SFT from `init` on `data`, in `round_dir`; returns the new checkpoint (run) directory.
+struct LoopHooks {
+  std::function<Expected<std::vector<std::string>>(const std::string& checkpoint, const std::vector<TaskExample>& ex)>
+      answer;
+  std::function<Expected<std::string>(const std::string& init, const std::vector<TaskExample>& data,
+                                      const std::string& round_dir)>
+      fine_tune;
+};
+// checkpoint_answers (answers.h) and run_training (SFT on the round's examples tokenised with the
+// checkpoint's tokenizer and chat template).
+LoopHooks default_loop_hooks(const LoopConfig& c);
+
+struct LoopRound {
+  int64_t round = 0;
+  std::string started_from, candidate, checkpoint;  // checkpoint: the one the next round starts from
+  std::vector<FailureCount> failures;               // of started_from, on the held-out examples
+  std::vector<TargetQuota> targets;
+  int64_t n_targeted = 0, n_replay = 0;
+  GateDecision gate;
+};
+struct LoopResult {
+  std::vector<CellScore> start;     // the cells of the checkpoint this invocation started from
+  std::vector<LoopRound> rounds;    // the rounds this invocation ran (loop.json also keeps earlier ones)
+  std::string checkpoint;           // the last accepted checkpoint (init when none was)
+};
+
+// Runs the rounds; resumes after the rounds already recorded in out_dir/loop.json.
+Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks);
+
+}  // namespace pocket::train

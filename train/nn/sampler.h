@@ -1,0 +1,43 @@
+// Batched sampling of chat answers from the libtorch model: the student's on-policy samples for MOPD and
+// greedy answers for evaluation. No KV cache — each new token re-runs the whole left-padded batch, which
+// is cheap for the small models pocket trains and leaves one code path for sampling and for the loss.
+// Internal to train/ (includes torch); answers.h is the torch-free entry point.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/llama_torch.h"
+
+namespace pocket::train {
+
+struct SampleOptions {
+  int64_t max_new_tokens = 64;    // per row; fewer when the prompt leaves less room in n_ctx_train
+  double temperature = 1.0;       // 0: greedy (argmax); otherwise softmax(logits / temperature)
+  std::vector<int32_t> stop_ids;  // a sampled stop token ends the row's answer and is kept as part of it
+};
+
+// Prompts with their sampled answers, laid out for one forward pass over all rows. Row b is
+// [pad x (P - len_b)] [prompt_b] [answer_b] [filler], P the longest prompt: padding is segment 0 and prompt +
+// answer segment 1, with RoPE positions 0.. from the prompt's first token, so every prompt and answer is
+// computed exactly as it is alone (the model masks attention across segments). Columns after a row's answer
+// hold filler that no answer column can read (attention is causal).
+struct SampledBatch {
+  torch::Tensor inputs;     // [B, T] int64, the columns fed to the model (the last answer token is only a target)
+  torch::Tensor positions;  // [B, T] int64
+  torch::Tensor segments;   // [B, T] int64
+  torch::Tensor mask;       // [B, T] f32: 1 where the logits at this column predict an answer token
+  std::vector<std::vector<int32_t>> answers;  // the sampled tokens of each row, stop token included when drawn
+  std::vector<bool> stopped;                  // the row ended at a stop token (not at its token budget)
+  int64_t n_tokens = 0;                       // prompt + answer tokens over all rows (no padding)
+};
+
+// Samples an answer after each prompt (prompts non-empty). `gen` drives the draws, so a generator seeded
+// the same way gives the same samples. Runs without gradients.
+SampledBatch sample_batch(Llama& model, const std::vector<std::vector<int32_t>>& prompts, const SampleOptions& o,
+                          at::Generator& gen);
+
+}  // namespace pocket::train
