@@ -94,13 +94,13 @@ std::unique_ptr<TokenConstraint> at(const CompiledGrammar& g, const Vocab& v, Wh
 
 Grammar grammar_for(Where w) { return w == kInCopy || w == kCopyStart ? testing::json_copy_grammar() : testing::json_object_grammar(); }
 
-void run_mask(benchmark::State& state, const Vocab* v, Where w, bool cold) {
+void run_mask(benchmark::State& state, const Vocab* v, Where w, bool cold, size_t cache_bytes = 64u << 20) {
   if (v == nullptr) {
     state.SkipWithError("vocabulary not found (../shared/data or models/ absent)");
     return;
   }
   std::vector<float> logits(static_cast<size_t>(v->index->n_vocab()), 0.0f);
-  auto g = CompiledGrammar::create(grammar_for(w), v->index);
+  auto g = CompiledGrammar::create(grammar_for(w), v->index, cache_bytes);
   auto c = at(**g, *v, w, state);
   if (c == nullptr) return;
   if (!cold && !c->mask(logits.data(), v->index->n_vocab(), -1).is_ok()) state.SkipWithError("mask failed");
@@ -121,6 +121,8 @@ void run_mask(benchmark::State& state, const Vocab* v, Where w, bool cold) {
 
 void BM_Qwen3_ColdMask_InString(benchmark::State& s) { run_mask(s, qwen3(), kInString, true); }
 void BM_Qwen3_WarmMask_InString(benchmark::State& s) { run_mask(s, qwen3(), kInString, false); }
+// The cache full (here: no room at all): transitions are memoised but every mask is walked.
+void BM_Qwen3_UncachedMask_InString(benchmark::State& s) { run_mask(s, qwen3(), kInString, false, 0); }
 void BM_Qwen3_ColdMask_BetweenFields(benchmark::State& s) { run_mask(s, qwen3(), kBetweenFields, true); }
 void BM_Qwen3_WarmMask_BetweenFields(benchmark::State& s) { run_mask(s, qwen3(), kBetweenFields, false); }
 void BM_Qwen3_ColdMask_InCopy(benchmark::State& s) { run_mask(s, qwen3(), kInCopy, true); }
@@ -165,6 +167,7 @@ void BM_Qwen3_GenerationPerToken(benchmark::State& state) {
 
 BENCHMARK(BM_Qwen3_ColdMask_InString)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_Qwen3_WarmMask_InString)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Qwen3_UncachedMask_InString)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Qwen3_ColdMask_BetweenFields)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_Qwen3_WarmMask_BetweenFields)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Qwen3_ColdMask_InCopy)->Unit(benchmark::kMillisecond)->Iterations(5);

@@ -89,6 +89,7 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const CompiledGrammar> gram
     s->copies.reserve(16);
   }
   depth_.resize(static_cast<size_t>(g_->vocab_->max_depth()) + 1);
+  plain_.assign(depth_.size(), -1);
   for (MatchState& s : depth_) {
     s.cids.reserve(8);
     s.copies.reserve(8);
@@ -108,6 +109,33 @@ int32_t GrammarConstraint::walk(const MatchState& start, int32_t budget, uint64_
   const int32_t* ids = vocab.ids();
   const auto n = static_cast<int32_t>(vocab.n_nodes());
   int32_t max_rest = 0;
+  if (!engine.grammar().uses_copy() && start.copies.empty() && start.cids.size() == 1) {
+    // No COPY anywhere: one configuration per depth, advanced through the memoised transitions.
+    int32_t* cid_at = plain_.data();
+    cid_at[0] = start.cids[0];
+    for (int32_t i = 0; i < n;) {
+      const uint16_t d = depths[i];
+      const int32_t next = engine.advance(cid_at[d - 1u], labels[i]);
+      if (next < 0) {
+        i = ends[i];
+        continue;
+      }
+      cid_at[d] = next;
+      if (tok_begin[i + 1] > tok_begin[i]) {
+        const int32_t rest = engine.min_plain(next);
+        if (rest <= budget) {
+          max_rest = std::max(max_rest, rest);
+          for (int32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
+            const auto id = static_cast<uint32_t>(ids[k]);
+            bits[id >> 6] |= uint64_t{1} << (id & 63);
+          }
+        }
+      }
+      ++i;
+    }
+    *touched_copy = false;
+    return max_rest;
+  }
   bool touched = !start.copies.empty();
   for (int32_t cid : start.cids) touched |= engine.has_copy(cid);
   depth_[0].cids = start.cids;
@@ -159,58 +187,52 @@ void GrammarConstraint::or_config(int32_t cid, int32_t budget) {
   auto or_into = [&](const uint64_t* src) {
     for (size_t w = 0; w < words; ++w) bits_[w] |= src[w];
   };
+  // One walk from `cid` alone into scratch_; returns its max_rest.
+  bool touched = false;
+  auto walk_alone = [&](int32_t b) {
+    std::fill(scratch_.begin(), scratch_.end(), 0);
+    tmp_.cids.assign(1, cid);
+    tmp_.copies.clear();
+    return walk(tmp_, b, scratch_.data(), &touched);
+  };
   if (static_cast<size_t>(cid) < g.uncacheable_.size() && g.uncacheable_[static_cast<size_t>(cid)]) {
-    bool touched = false;
-    tmp_.cids.assign(1, cid);
-    tmp_.copies.clear();
-    walk(tmp_, budget, bits_.data(), &touched);
-    return;
-  }
-  // The unlimited mask first: it says (max_rest) whether the budget changes anything.
-  const CompiledGrammar::Entry* full = g.find(cid, kNoLimit);
-  if (full == nullptr) {
-    std::fill(scratch_.begin(), scratch_.end(), 0);
-    bool touched = false;
-    tmp_.cids.assign(1, cid);
-    tmp_.copies.clear();
-    const int32_t max_rest = walk(tmp_, kNoLimit, scratch_.data(), &touched);
-    if (touched) {
-      if (g.uncacheable_.size() <= static_cast<size_t>(cid)) g.uncacheable_.resize(static_cast<size_t>(cid) + 1, 0);
-      g.uncacheable_[static_cast<size_t>(cid)] = 1;
-      if (budget >= max_rest) {
-        or_into(scratch_.data());
-      } else {
-        walk(tmp_, budget, bits_.data(), &touched);
-      }
-      return;
-    }
-    g.store(cid, kNoLimit, scratch_.data(), max_rest);
-    full = g.find(cid, kNoLimit);
-    if (full == nullptr) {  // the cache is full: use the computed mask directly
-      if (budget >= max_rest) {
-        or_into(scratch_.data());
-      } else {
-        walk(tmp_, budget, bits_.data(), &touched);
-      }
-      return;
-    }
-  }
-  if (budget >= full->max_rest) {
-    or_into(full->bits.data());
-    return;
-  }
-  const CompiledGrammar::Entry* limited = g.find(cid, budget);
-  if (limited == nullptr) {
-    std::fill(scratch_.begin(), scratch_.end(), 0);
-    bool touched = false;
-    tmp_.cids.assign(1, cid);
-    tmp_.copies.clear();
-    const int32_t max_rest = walk(tmp_, budget, scratch_.data(), &touched);
-    g.store(cid, budget, scratch_.data(), max_rest);
+    walk_alone(budget);
     or_into(scratch_.data());
     return;
   }
-  or_into(limited->bits.data());
+  // The unlimited mask first: its max_rest says whether the budget removes anything from it.
+  int32_t full_max_rest = 0;
+  if (const CompiledGrammar::Entry* full = g.find(cid, kNoLimit)) {
+    if (budget >= full->max_rest) {
+      or_into(full->bits.data());
+      return;
+    }
+    full_max_rest = full->max_rest;
+  } else {
+    full_max_rest = walk_alone(kNoLimit);
+    if (touched) {  // a COPY stack was met: the mask depends on this generation's source
+      if (g.uncacheable_.size() <= static_cast<size_t>(cid)) g.uncacheable_.resize(static_cast<size_t>(cid) + 1, 0);
+      g.uncacheable_[static_cast<size_t>(cid)] = 1;
+    } else {
+      g.store(cid, kNoLimit, scratch_.data(), full_max_rest);
+    }
+    if (budget >= full_max_rest) {
+      or_into(scratch_.data());
+      return;
+    }
+    if (touched) {
+      walk_alone(budget);
+      or_into(scratch_.data());
+      return;
+    }
+  }
+  if (const CompiledGrammar::Entry* limited = g.find(cid, budget)) {
+    or_into(limited->bits.data());
+    return;
+  }
+  const int32_t max_rest = walk_alone(budget);
+  g.store(cid, budget, scratch_.data(), max_rest);
+  or_into(scratch_.data());
 }
 
 Status GrammarConstraint::compute(int64_t n_left) {

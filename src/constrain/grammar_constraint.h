@@ -93,6 +93,7 @@ class GrammarConstraint final : public TokenConstraint {
   std::unique_ptr<CopySource> source_;
   MatchState state_, next_, tmp_;
   std::vector<MatchState> depth_;    // [max_depth + 1] per-depth states of the trie walk
+  std::vector<int32_t> plain_;       // [max_depth + 1] the same for grammars without COPY: one config each
   std::vector<uint64_t> bits_, scratch_;
 };
 
