@@ -148,7 +148,7 @@ int32_t Grammar::char_class_rule(std::vector<CodepointRange> ranges, bool negate
     if (r.lo < 0xD800) final_ranges.push_back({r.lo, 0xD7FF});
     if (r.hi > 0xDFFF) final_ranges.push_back({0xE000, r.hi});
   }
-  // The class's text doubles as its cache key and its rule name.
+  // The class's text is its cache key.
   std::string name = "[";
   for (CodepointRange r : final_ranges) {
     char buf[32];
@@ -163,7 +163,7 @@ int32_t Grammar::char_class_rule(std::vector<CodepointRange> ranges, bool negate
   for (const auto& [key, rule] : class_cache_) {
     if (key == name) return rule;
   }
-  const int32_t rule = add_rule(name);
+  const int32_t rule = add_rule("class");  // to_text shows the class through its byte ranges
   std::vector<std::vector<std::pair<uint8_t, uint8_t>>> seqs;
   for (CodepointRange r : final_ranges) utf8_range_sequences(r.lo, r.hi, &seqs);
   for (const auto& s : seqs) {

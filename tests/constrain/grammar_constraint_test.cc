@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <new>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "constrain/random_generation.h"
@@ -32,10 +33,17 @@ void* operator new(size_t n) {
   throw std::bad_alloc();
 }
 void* operator new[](size_t n) { return operator new(n); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace pocket {
 namespace {
@@ -361,6 +369,36 @@ TEST(GrammarConstraint, NoAllocationPerTokenOnceCached) {
   EXPECT_EQ(a, b);
   EXPECT_GT(cold, 0u);
   EXPECT_EQ(warm, 0u) << "allocations in mask/accept over " << b.size() << " tokens";
+}
+
+TEST(GrammarConstraint, SharedAcrossThreadsLikeOneAtATime) {
+  auto vocab = VocabIndex::from_tokens(small_vocab());
+  auto gen = [&](const std::shared_ptr<CompiledGrammar>& cg, uint64_t seed) {
+    auto c = cg->start(kSource);
+    EXPECT_TRUE(c.has_value());
+    const auto r = testing::random_generation(**c, vocab->n_vocab(), 0, seed, 40 + static_cast<int32_t>(seed % 20),
+                                              [&](int32_t id) { return vocab->token_bytes(id); });
+    EXPECT_TRUE(r.status.is_ok()) << r.status.to_string();
+    return r.ids;
+  };
+  constexpr int kThreads = 4, kPerThread = 6;
+  std::vector<std::vector<int32_t>> want(kThreads * kPerThread), got(kThreads * kPerThread);
+  for (bool copy : {false, true}) {
+    auto make = [&] { return compile(copy ? json_copy_grammar() : json_object_grammar(), vocab); };
+    for (int i = 0; i < kThreads * kPerThread; ++i) want[static_cast<size_t>(i)] = gen(make(), static_cast<uint64_t>(i));
+    auto shared = make();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < kPerThread; ++k) {
+          const int i = k * kThreads + t;
+          got[static_cast<size_t>(i)] = gen(shared, static_cast<uint64_t>(i));
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(got, want) << (copy ? "copy grammar" : "object grammar");
+  }
 }
 
 // ---- real vocabularies ----
