@@ -128,7 +128,7 @@ GateDecision regression_gate(const std::vector<CellScore>& before, const std::ve
     const double drop = ch.before - ch.after;
     char buf[160];
     std::snprintf(buf, sizeof buf, "%s %.4f -> %.4f (%+.4f)", cell_label(b.task, b.lang).c_str(), ch.before, ch.after,
-                  -drop);
+                  ch.after - ch.before);
     // A drop past the margin, with a little room for the float sums of the scores.
     if (!(drop <= margin + 1e-12)) {
       d.accepted = false;

@@ -3,7 +3,6 @@
 // lr_at, DistGroup, train_state.h).
 #include "nn/mopd.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -115,11 +114,12 @@ torch::Tensor distill_kl(const torch::Tensor& student_logits, const torch::Tenso
   return loss;
 }
 
-// A generator seed from the run seed and where the draws happen, so a resumed run samples what the
-// uninterrupted one did (std::seed_seq and mt19937_64 are specified bit for bit by the standard).
-uint64_t draw_seed(uint64_t seed, int64_t step, int64_t micro, int64_t rank) {
+// The sampling seed of one prompt of a step from the run seed, the step and the prompt's row in the step's
+// global batch, so a resumed run samples what the uninterrupted one did and N processes sample what one
+// process does (std::seed_seq and mt19937_64 are specified bit for bit by the standard).
+uint64_t draw_seed(uint64_t seed, int64_t step, int64_t row) {
   std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(step),
-                    static_cast<uint32_t>(micro), static_cast<uint32_t>(rank), 0x4d4f5044u /* "MOPD" */};
+                    static_cast<uint32_t>(row), 0x4d4f5044u /* "MOPD" */};
   std::mt19937_64 g(seq);
   return g();
 }
@@ -350,13 +350,18 @@ Expected<MopdSummary> mopd_impl(const MopdConfig& mc, const DistOptions& dist) {
   so.max_new_tokens = mc.max_new_tokens;
   so.temperature = mc.temperature;
   so.stop_ids = end_of_turn_ids(*tok);
-  auto sample_micro = [&](const std::vector<Prompt>& pool, const std::vector<size_t>& idx, uint64_t seed) {
+  // Samples the prompts pool[idx[k]]; the k-th draws with the seed of global row first_row + k of `at_step`.
+  auto sample_micro = [&](const std::vector<Prompt>& pool, const std::vector<size_t>& idx, int64_t at_step,
+                          int64_t first_row) {
     Micro m;
     m.prompt_index = idx;
     std::vector<std::vector<int32_t>> ids;
-    for (size_t i : idx) ids.push_back(pool[i].ids);
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    m.batch = sample_batch(model, ids, so, gen);
+    std::vector<uint64_t> seeds;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      ids.push_back(pool[idx[k]].ids);
+      seeds.push_back(draw_seed(cfg.seed, at_step, first_row + static_cast<int64_t>(k)));
+    }
+    m.batch = sample_batch(model, ids, so, seeds);
     return m;
   };
 
@@ -382,7 +387,7 @@ Expected<MopdSummary> mopd_impl(const MopdConfig& mc, const DistOptions& dist) {
     for (size_t start = 0; start < heldout.size(); start += static_cast<size_t>(cfg.micro_batch)) {
       std::vector<size_t> idx;
       for (size_t i = start; i < std::min(heldout.size(), start + static_cast<size_t>(cfg.micro_batch)); ++i) idx.push_back(i);
-      Micro m = sample_micro(heldout, idx, draw_seed(cfg.seed, -1, static_cast<int64_t>(start), 0));
+      Micro m = sample_micro(heldout, idx, -1, static_cast<int64_t>(start));  // the same draws at every evaluation
       kl += micro_loss_rows(model, teachers, heldout, m, mc.forward_kl_weight).sum().item<double>();
       n += static_cast<int64_t>(m.batch.mask.sum().item<double>());
     }
@@ -405,7 +410,7 @@ Expected<MopdSummary> mopd_impl(const MopdConfig& mc, const DistOptions& dist) {
     for (int64_t a = 0; a < cfg.grad_accum; ++a) {
       auto global = order.next(rows_global);
       std::vector<size_t> mine(global.begin() + rank * cfg.micro_batch, global.begin() + (rank + 1) * cfg.micro_batch);
-      micro.push_back(sample_micro(prompts, mine, draw_seed(cfg.seed, step, a, rank)));
+      micro.push_back(sample_micro(prompts, mine, step, a * rows_global + rank * cfg.micro_batch));
       local_count += static_cast<int64_t>(micro.back().batch.mask.sum().item<double>());
       local_tokens += micro.back().batch.n_tokens;
     }

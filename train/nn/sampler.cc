@@ -23,9 +23,14 @@ torch::Tensor long_tensor(const std::vector<int64_t>& v, int64_t rows, int64_t c
 }  // namespace
 
 SampledBatch sample_batch(Llama& model, const std::vector<std::vector<int32_t>>& prompts, const SampleOptions& o,
-                          at::Generator& gen) {
+                          const std::vector<uint64_t>& row_seeds) {
   torch::NoGradGuard no_grad;
   const auto B = static_cast<int64_t>(prompts.size());
+  TORCH_CHECK(o.temperature <= 0 || row_seeds.size() == prompts.size(), "[sampler] one seed per prompt");
+  std::vector<at::Generator> gens;
+  if (o.temperature > 0) {
+    for (uint64_t s : row_seeds) gens.push_back(at::make_generator<at::CPUGeneratorImpl>(s));
+  }
   const int64_t n_ctx = model->hparams().n_ctx_train;
   int64_t P = 0;
   for (const auto& p : prompts) P = std::max(P, static_cast<int64_t>(p.size()));
@@ -70,7 +75,10 @@ SampledBatch sample_batch(Llama& model, const std::vector<std::vector<int32_t>>&
       next = logits.argmax(-1);
     } else {
       auto probs = torch::softmax(logits / o.temperature, -1);
-      next = torch::multinomial(probs, 1, false, gen).view({B});
+      next = torch::empty({B}, torch::kInt64);
+      for (int64_t b = 0; b < B; ++b) {
+        if (!done[static_cast<size_t>(b)]) next[b] = torch::multinomial(probs[b], 1, false, gens[static_cast<size_t>(b)])[0];
+      }
     }
     auto next_a = next.accessor<int64_t, 1>();
     auto tok_a = all_tok.accessor<int64_t, 2>();
@@ -140,13 +148,16 @@ Expected<std::vector<std::string>> checkpoint_answers(const std::string& checkpo
     so.max_new_tokens = o.max_new_tokens;
     so.temperature = o.temperature;
     so.stop_ids = end_of_turn_ids(*tok);
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(o.seed);
     std::vector<std::string> out(prompts.size());
     for (size_t start = 0; start < order.size(); start += static_cast<size_t>(o.batch)) {
       const size_t end = std::min(order.size(), start + static_cast<size_t>(o.batch));
       std::vector<std::vector<int32_t>> batch;
-      for (size_t k = start; k < end; ++k) batch.push_back(prompts[order[k]]);
-      SampledBatch s = sample_batch(model, batch, so, gen);
+      std::vector<uint64_t> seeds;
+      for (size_t k = start; k < end; ++k) {
+        batch.push_back(prompts[order[k]]);
+        seeds.push_back(o.seed + order[k]);  // per example, whatever batch it lands in
+      }
+      SampledBatch s = sample_batch(model, batch, so, seeds);
       for (size_t k = start; k < end; ++k) {
         std::vector<int32_t> ans = s.answers[k - start];
         if (s.stopped[k - start]) ans.pop_back();

@@ -4,7 +4,6 @@
 // Internal to train/ (includes torch); answers.h is the torch-free entry point.
 #pragma once
 
-#include <ATen/core/Generator.h>
 #include <torch/types.h>
 
 #include <cstdint>
@@ -35,9 +34,11 @@ struct SampledBatch {
   int64_t n_tokens = 0;                       // prompt + answer tokens over all rows (no padding)
 };
 
-// Samples an answer after each prompt (prompts non-empty). `gen` drives the draws, so a generator seeded
-// the same way gives the same samples. Runs without gradients.
+// Samples an answer after each prompt (prompts non-empty). Row b draws from its own generator seeded with
+// row_seeds[b] (one per prompt; unused when greedy), so a prompt's sample does not depend on which other
+// prompts share its batch: the same seeds give the same samples in one process or split over several.
+// Runs without gradients.
 SampledBatch sample_batch(Llama& model, const std::vector<std::vector<int32_t>>& prompts, const SampleOptions& o,
-                          at::Generator& gen);
+                          const std::vector<uint64_t>& row_seeds);
 
 }  // namespace pocket::train
