@@ -269,6 +269,33 @@ class SchemaCompiler {
       if (k.rfind("x-", 0) == 0) continue;  // vendor extensions other than ours are annotations
       return error(ptr, "unknown keyword '" + k + "'");
     }
+    // Keywords of the wrong JSON type are errors whatever the schema's type (a mistake is never ignored).
+    struct Shape {
+      const char* key;
+      bool (*ok)(const ojson&);
+      const char* expected;
+    };
+    static const Shape kShapes[] = {
+        {"properties", [](const ojson& v) { return v.is_object(); }, "an object of schemas"},
+        {"required", [](const ojson& v) { return v.is_array(); }, "a list of property names"},
+        {"additionalProperties", [](const ojson& v) { return v.is_boolean() || v.is_object(); }, "a boolean or a schema"},
+        {"items", [](const ojson& v) { return v.is_boolean() || v.is_object() || v.is_array(); }, "a schema"},
+        {"enum", [](const ojson& v) { return v.is_array(); }, "a list"},
+        {"anyOf", [](const ojson& v) { return v.is_array() && !v.empty(); }, "a non-empty list of schemas"},
+    };
+    for (const Shape& shape : kShapes) {
+      auto it = s.find(shape.key);
+      if (it != s.end() && !shape.ok(*it)) {
+        return error(ptr + "/" + shape.key, "'" + std::string(shape.key) + "' must be " + shape.expected + ", not " + dump(*it));
+      }
+    }
+    if (auto it = s.find("required"); it != s.end()) {
+      for (size_t i = 0; i < it->size(); ++i) {
+        if (!(*it)[i].is_string()) {
+          return error(ptr + "/required/" + std::to_string(i), "'required' lists a non-string " + dump((*it)[i]));
+        }
+      }
+    }
     return Status::ok();
   }
 

@@ -328,6 +328,12 @@ TEST(JsonSchema, Errors) {
   EXPECT_EQ(error_of(R"({"type":"integer","minimum":"0"})"), "[json-schema] 'minimum' must be a number, not \"0\" at the root");
   EXPECT_EQ(error_of(R"({"type":"object","required":"a","properties":{"a":{}}})"),
             "[json-schema] 'required' must be a list of property names, not \"a\" at /required");
+  EXPECT_EQ(error_of(R"({"type":"string","properties":5})"),
+            "[json-schema] 'properties' must be an object of schemas, not 5 at /properties");
+  EXPECT_EQ(error_of(R"({"type":"integer","items":"x"})"), "[json-schema] 'items' must be a schema, not \"x\" at /items");
+  EXPECT_EQ(error_of(R"({"enum":"red"})"), "[json-schema] 'enum' must be a list, not \"red\" at /enum");
+  EXPECT_EQ(error_of(R"({"anyOf":[]})"), "[json-schema] 'anyOf' must be a non-empty list of schemas, not [] at /anyOf");
+  EXPECT_EQ(error_of(R"({"type":"null","required":[1]})"), "[json-schema] 'required' lists a non-string 1 at /required/0");
   EXPECT_EQ(error_of("[1]"), "[json-schema] a schema must be an object or a boolean, not [1] at the root");
   // Impossible schemas.
   EXPECT_EQ(error_of(R"({"type":"integer","minimum":5,"maximum":3})"),
