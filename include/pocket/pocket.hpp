@@ -75,6 +75,13 @@ class Session {
     return s == POCKET_OK ? Error{} : last_error(s);
   }
 
+  // Runs one app task given as a JSON request (pocket_task_run; docs/tasks.md) and returns its JSON result.
+  std::pair<std::string, Error> task(std::string_view request_json) {
+    const char* result = nullptr;
+    pocket_status s = pocket_task_run(get(), request_json.data(), request_json.size(), &result);
+    return s == POCKET_OK ? std::pair<std::string, Error>{result, Error{}} : std::pair<std::string, Error>{{}, last_error(s)};
+  }
+
   // Speculative decoding's counters for the last generate() (all zero without speculation).
   pocket_spec_stats spec_stats() const {
     pocket_spec_stats st{};

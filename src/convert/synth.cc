@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "sampling/rng.h"
 #include "convert/quantize_model.h"
+#include "tokenizer/hf_loader.h"
 #include "tokenizer/tokenizer_data.h"
 
 namespace pocket {
@@ -51,13 +52,27 @@ Expected<std::vector<uint8_t>> placeholder_tokenizer(int64_t n_vocab) {
 
 Status synthesize_model(const HParams& h, const std::string& out_path, const SynthOptions& opts) {
   POCKET_RETURN_IF_ERROR(h.validate());
-  POCKET_ASSIGN_OR_RETURN(auto tok_bytes, placeholder_tokenizer(h.n_vocab));
+  std::vector<uint8_t> tok_bytes;
+  InferenceConfig cfg;
+  cfg.add_bos = true;
+  if (opts.tokenizer_json.empty()) {
+    POCKET_ASSIGN_OR_RETURN(tok_bytes, placeholder_tokenizer(h.n_vocab));
+  } else {
+    POCKET_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, load_hf_tokenizer(opts.tokenizer_json));
+    if (tok->n_vocab() > h.n_vocab) {
+      return invalid_argument("[synth] the tokenizer has " + std::to_string(tok->n_vocab()) + " tokens, more than the " +
+                              std::to_string(h.n_vocab) + " of the architecture: " + opts.tokenizer_json);
+    }
+    if (const auto* dt = dynamic_cast<const DataTokenizer*>(tok.get())) cfg.add_bos = dt->data().add_bos;
+    const std::string tmpl(tok->chat_template_name());
+    cfg.chat_template = tmpl.empty() || tmpl.rfind("unrecognised", 0) == 0 ? "none" : tmpl;
+    if (tok->eos_id() >= 0) cfg.stop_tokens.push_back(tok->eos_id());
+    tok_bytes = tok->serialize();
+  }
   PackageWriter pw;
   pw.set_descriptor(h.to_json());
-  InferenceConfig cfg;
   cfg.context_length = opts.context_length > 0 ? opts.context_length : std::min<int64_t>(h.n_ctx_train, 4096);
   if (cfg.context_length > h.n_ctx_train) return invalid_argument("[synth] context length exceeds n_ctx_train");
-  cfg.add_bos = true;
   pw.set_inference_config(cfg.to_json());
   pw.set_tokenizer(std::move(tok_bytes));
 

@@ -16,6 +16,10 @@ struct SynthOptions {
   uint64_t seed = 1;
   int64_t context_length = 0;  // 0: min(n_ctx_train, 4096)
   bool interleave = true;      // q4_g32 layer matrices stored as q4_g32r8 (see QuantizePolicy::interleave)
+  // A real tokenizer instead of the placeholder: a Hugging Face tokenizer.json (tokenizer_config.json beside
+  // it is read too), at most the architecture's vocabulary. Its chat template, BOS rule and EOS come along, so
+  // benchmarks of vocabulary-sized work (constrained decoding's masks) see the real vocabulary.
+  std::string tokenizer_json;
 };
 
 // Writes the package for `h` (see architecture_preset()).

@@ -70,3 +70,19 @@ TEST(CppApi, LoadTokenizeGenerate) {
 }
 
 }  // namespace
+
+// The task layer from C++: a JSON request in, a JSON result out; errors as pocket::api::Error.
+TEST(CppApi, Task) {
+  const std::string nano = std::string(POCKET_BINARY_DIR) + "/../../models/pocket-nano-q4.pocket";
+  auto [model, e1] = pocket::api::Model::load(nano);
+  ASSERT_FALSE(e1) << e1.message;
+  auto [session, e2] = pocket::api::Session::create(model);
+  ASSERT_FALSE(e2) << e2.message;
+  auto [out, e3] = session.task(R"({"task":"redact","text":"ID 11010519491231002X"})");
+  ASSERT_FALSE(e3) << e3.message;
+  EXPECT_NE(out.find("[ID_CARD]"), std::string::npos) << out;
+  auto [bad, e4] = session.task(R"({"task":"extract","text":"x","schema":{"type":"string","format":"email"}})");
+  EXPECT_TRUE(e4);
+  EXPECT_NE(e4.message.find("format"), std::string::npos) << e4.message;
+  EXPECT_TRUE(bad.empty());
+}

@@ -92,7 +92,8 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int bench(const BenchArgs& a) {
+// The pp/tg rows (and the speculative ones); JSON output goes to *json, printed by the caller.
+int bench_rows(const BenchArgs& a, nlohmann::json* json) {
   if (a.n_prompt < 0 || a.n_gen < 0 || a.reps < 1 || a.depth < 0) {
     return report("bench", invalid_argument("[bench] -p, -n and -d must be >= 0 and -r >= 1"));
   }
@@ -228,10 +229,7 @@ int bench(const BenchArgs& a) {
     if (a.spec != "none") {
       if (int rc = bench_speculative(spec_args(a), &j); rc != 0) return rc;
     }
-    if (!a.schema_file.empty() || !a.grammar_file.empty()) {
-      if (int rc = bench_constrained(constrain_args(a), &j); rc != 0) return rc;
-    }
-    std::printf("%s\n", j.dump(2).c_str());
+    *json = std::move(j);
     return 0;
   }
   std::printf("| model | size | params | type | threads | test | t/s (median) | t/s (mean ± sd) |\n");
@@ -260,10 +258,20 @@ int bench(const BenchArgs& a) {
     std::printf("energy per call (1024 in, 128 out): %.2f J (%s), %.2e of a %.1f Wh phone battery (1/%.0f)\n", e.joules,
                 e.method.c_str(), e.battery_fraction, kPhoneBatteryWh, 1.0 / e.battery_fraction);
   }
-  if (a.spec != "none") {
-    if (int rc = bench_speculative(spec_args(a), nullptr); rc != 0) return rc;
+  if (a.spec != "none") return bench_speculative(spec_args(a), nullptr);
+  return 0;
+}
+
+// The rows, then the constrained-decoding rows once the rows' thread pool and session are gone (their idle
+// workers must not share the cores with the constrained session's).
+int bench(const BenchArgs& a) {
+  nlohmann::json j;
+  if (int rc = bench_rows(a, &j); rc != 0) return rc;
+  const bool constrained = !a.schema_file.empty() || !a.grammar_file.empty();
+  if (constrained) {
+    if (int rc = bench_constrained(constrain_args(a), a.output == "json" ? &j : nullptr); rc != 0) return rc;
   }
-  if (!a.schema_file.empty() || !a.grammar_file.empty()) return bench_constrained(constrain_args(a), nullptr);
+  if (a.output == "json" && !j.is_null()) std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }
 

@@ -13,6 +13,7 @@ void register_synth(CLI::App& app) {
     std::string arch, out, type = "f16";
     uint64_t seed = 1;
     int64_t ctx = 0;
+    std::string tokenizer;
   };
   auto a = std::make_shared<Args>();
   std::string names;
@@ -23,6 +24,7 @@ void register_synth(CLI::App& app) {
   c->add_option("--type", a->type, "Weight dtype: f32, f16, bf16, q8, q4_g32, q4_g64, q4_g32a");
   c->add_option("--seed", a->seed, "Seed of the random weights");
   c->add_option("-c,--ctx-size", a->ctx, "Default context length recorded in the package");
+  c->add_option("--tokenizer", a->tokenizer, "A Hugging Face tokenizer.json to store instead of the placeholder vocabulary");
   c->callback([a] {
     auto h = architecture_preset(a->arch);
     if (!h) throw CLI::RuntimeError(report("synth", h.status()));
@@ -32,6 +34,7 @@ void register_synth(CLI::App& app) {
     o.dtype = *dt;
     o.seed = a->seed;
     o.context_length = a->ctx;
+    o.tokenizer_json = a->tokenizer;
     if (Status st = synthesize_model(*h, a->out, o); !st.is_ok()) throw CLI::RuntimeError(report("synth", st));
     std::fprintf(stderr, "pocket synth: wrote %s (%s, %.1fM parameters, %s weights)\n", a->out.c_str(), a->arch.c_str(),
                  static_cast<double>(h->n_params()) / 1e6, a->type.c_str());

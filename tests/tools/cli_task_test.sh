@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `pocket task` and the constrained-decoding flags of `pocket run` and `pocket bench` on the shipped model:
+# the demo's extraction is valid and grounded, detectors need no model, bad input is a clear error.
+set -uo pipefail
+pocket=$1
+root=$2
+model=$root/models/pocket-nano-q4.pocket
+schema=$root/schemas/product.schema.json
+[ -f "$model" ] || { echo "SKIP: $model is absent"; exit 77; }
+fail=0
+check() { # check NAME OUTPUT REGEX
+  grep -Eq -- "$3" <<<"$2" || { echo "FAILED: $1: $2"; fail=1; }
+}
+text='墨绿色双肩包，品牌山野，尺码：大号，￥329，面料尼龙。支持七天无理由退货。'
+out=$("$pocket" task extract -m "$model" --schema "$schema" -p "$text" --compact 2>/dev/null)
+check "extract is valid" "$out" '"valid":true'
+check "extract has a name" "$out" '"result":\{"name":"[^"]+"'
+# Every string value of the result is a span of the text (the grammar's copy terminal).
+values=$(grep -o '"result":{[^}]*}' <<<"$out" | grep -o ':"[^"]*"' | sed 's/^:"//; s/"$//')
+while IFS= read -r v; do
+  [ -z "$v" ] && continue
+  [[ "$text" == *"$v"* ]] || { echo "FAILED: value '$v' is not a span of the text"; fail=1; }
+done <<<"$values"
+err=$("$pocket" task extract -m "$model" --schema "$schema" -p "$text" 2>&1 >/dev/null)
+check "budget line" "$err" 'peak memory increase .* mask [0-9.]+ ms/token'
+
+out=$("$pocket" task redact -p "电话13812345678，卡号4111111111111111，ID 11010519491231002X" --compact)
+check "redact" "$out" '"text":"电话\[PHONE\]，卡号\[BANK_CARD\]，ID \[ID_CARD\]"'
+out=$("$pocket" task classify -m "$model" -p "where is my order?" --labels order_status,refund --compact 2>/dev/null)
+check "classify" "$out" '"label":"(order_status|refund)"'
+out=$("$pocket" task route -m "$model" -p $'Context: The shop opens at 9.\nQuestion: When does the shop open?' --compact 2>/dev/null)
+check "route" "$out" '"route":"(local|cloud)"'
+
+# Errors: no labels, an unsupported schema keyword (named), malformed schema JSON, a missing text.
+out=$("$pocket" task classify -m "$model" -p "x" 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: classify without labels exited 0"; fail=1; }
+check "labels error" "$out" 'labels'
+out=$("$pocket" task extract -m "$model" -p "x" -j '{"type":"string","pattern":"^a"}' 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: an unsupported keyword exited 0"; fail=1; }
+check "unsupported keyword named" "$out" "pattern"
+out=$("$pocket" task extract -m "$model" -p "x" -j '{"type":' 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: malformed schema exited 0"; fail=1; }
+out=$("$pocket" task rewrite -m "$model" 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: a task without text exited 0"; fail=1; }
+
+# pocket run with a grammar and a schema (llama.cpp's flag names).
+out=$("$pocket" run -m "$model" --chat -p "Is the sky blue?" --grammar 'root ::= "yes" | "no"' -n 8 --temp 0 2>/dev/null | tail -n 1)
+check "run --grammar" "$out" '^(yes|no)$'
+out=$("$pocket" run -m "$model" --chat -p $'提取JSON：\n红色T恤，￥59' -n 40 --temp 0 \
+      --json-schema '{"type":"object","properties":{"name":{"type":"string","x-pocket-copy":true}},"required":["name"]}' 2>/dev/null | tail -n 1)
+check "run --json-schema" "$out" '^\{"name":"[^"]+"\}$'
+out=$("$pocket" run -m "$model" -p "x" --grammar 'root ::= [a-' 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: a bad grammar exited 0"; fail=1; }
+check "grammar error position" "$out" '\[gbnf\] 1:[0-9]+'
+out=$("$pocket" run -m "$model" -p "x" --grammar 'root ::= "a"' --spec ngram 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: grammar with speculation exited 0"; fail=1; }
+
+# pocket bench reports the mask cost per token.
+out=$("$pocket" bench -m "$model" -p 0 -n 16 -r 1 --no-probe --json-schema-file "$schema" 2>&1)
+check "bench mask cost" "$out" 'mask \+ advance ms/token'
+[ $fail -eq 0 ] && echo "ok"
+exit $fail
