@@ -136,6 +136,31 @@ TEST(GrammarMatcher, NullableRulesAndBoundedRepeats) {
   agree_with_regex(m, R"(a{0,2}z?(bc){2,3}|z?qz?)", "abcqz", 3000, 10, 3);
 }
 
+TEST(GrammarMatcher, RepeatBoundsAreExact) {
+  struct Bounds {
+    int32_t min, max;
+  };
+  for (Bounds b : {Bounds{0, 0}, Bounds{0, 1}, Bounds{1, 1}, Bounds{3, 3}, Bounds{2, 5}, Bounds{0, -1}, Bounds{4, -1}}) {
+    Grammar g;
+    const int32_t root = g.add_rule("root");
+    // A two-byte item, so that bounds count items, not bytes.
+    g.add_alt(root, cat({lit("<"), ref(g.repeat_rule(lit("ab"), b.min, b.max, "items")), lit(">")}));
+    const GrammarMatcher start = make(std::move(g), root);
+    for (int32_t n = 0; n <= 9; ++n) {
+      std::string text = "<";
+      for (int32_t i = 0; i < n; ++i) text += "ab";
+      GrammarMatcher m = start;
+      const bool fits = n >= b.min && (b.max < 0 || n <= b.max);
+      EXPECT_EQ(m.accept_bytes(text + ">") && m.can_end(), fits) << b.min << ".." << b.max << " n " << n;
+      GrammarMatcher half = start;
+      EXPECT_EQ(half.accept_bytes(text + "a"), b.max < 0 || n < b.max) << b.min << ".." << b.max << " n " << n;
+    }
+    GrammarMatcher m = start;
+    ASSERT_TRUE(m.accept_bytes("<"));
+    EXPECT_EQ(m.min_rest(), 2 * b.min + 1);
+  }
+}
+
 TEST(GrammarMatcher, NestedBracketsAgreeWithACounter) {
   Grammar g;
   const int32_t root = g.add_rule("root");
