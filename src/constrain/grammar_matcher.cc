@@ -321,9 +321,9 @@ int32_t GrammarEngine::intern_config(std::vector<int32_t>* nodes) {
   const auto id = static_cast<int32_t>(configs_.size());
   configs_.push_back(c);
   config_index_.emplace(h, id);
-  // A transition table for every configuration while the tables stay under 256 MiB (about 260k
-  // configurations); past that, transitions are recomputed (correct, slower).
-  if (trans_.size() < (size_t{64} << 20)) {
+  // A transition table (256 x int32 = 1 KiB) for every configuration while the tables stay under 64 MiB
+  // (65,536 configurations); past that, transitions of newer configurations are recomputed (correct, slower).
+  if (trans_.size() < (size_t{16} << 20)) {
     trans_base_.push_back(static_cast<int32_t>(trans_.size()));
     trans_.resize(trans_.size() + 256, kUnknown);
   } else {

@@ -187,6 +187,15 @@ TEST(GrammarMatcher, NestedBracketsAgreeWithACounter) {
   EXPECT_TRUE(deep.can_end());
   EXPECT_FALSE(deep.accept_bytes(")"));
   EXPECT_LT(deep.engine()->n_nodes(), 5000u);
+  // Past 65,536 configurations new ones get no transition table (bounded memory); matching is the same.
+  GrammarMatcher deeper = start;
+  ASSERT_TRUE(deeper.accept_bytes(std::string(70000, '(')));
+  EXPECT_GT(deeper.engine()->n_configs(), 70000u);
+  EXPECT_FALSE(deeper.can_end());
+  ASSERT_TRUE(deeper.accept_bytes(std::string(70000, ')')));
+  EXPECT_TRUE(deeper.can_end());
+  EXPECT_FALSE(deeper.accept_bytes(")"));
+  EXPECT_LT(deeper.engine()->memory_bytes(), size_t{200} << 20);
 }
 
 TEST(GrammarMatcher, Utf8CharacterClasses) {
