@@ -14,6 +14,7 @@ int cmd_train_tokenizer(int argc, char** argv);  // byte-level BPE training
 int cmd_vocab_study(int argc, char** argv);
 int cmd_make_tasks(int argc, char** argv);   // app-task data (docs/tasks.md)
 int cmd_score_tasks(int argc, char** argv);
+int cmd_calibrate(int argc, char** argv);    // task layer: route/intent temperature and thresholds
 int cmd_build_corpus(int argc, char** argv);  // bilingual pretraining corpus (docs/corpus.md)
 int cmd_mopd(int argc, char** argv);   // multi-teacher on-policy distillation (docs/mopd.md)
 int cmd_loop(int argc, char** argv);   // the SFT loop engine with a regression gate (docs/mopd.md)

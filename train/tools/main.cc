@@ -14,6 +14,7 @@ void usage() {
       "  vocab-study      tokens/char, embedding share and decode cost across vocabulary sizes\n"
       "  make-tasks       generated app-task data (extract, intent, rewrite, tool, route; en + zh) splits\n"
       "  score-tasks      score a model's greedy answers (or given predictions) per task and language\n"
+      "  calibrate        the task layer's route/intent temperature and thresholds on held-out data\n"
       "  build-corpus     extracted Debian/npm text (scripts/build-corpus.sh) -> bilingual corpus + manifest\n"
       "  tokenize   text (blank-line separated documents, or JSONL {\"text\"}) or chats (--chat, JSONL\n"
       "             {\"messages\"}) -> a token shard\n"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   if (cmd == "vocab-study") return cli::cmd_vocab_study(argc, argv);
   if (cmd == "make-tasks") return cli::cmd_make_tasks(argc, argv);
   if (cmd == "score-tasks") return cli::cmd_score_tasks(argc, argv);
+  if (cmd == "calibrate") return cli::cmd_calibrate(argc, argv);
   if (cmd == "build-corpus") return cli::cmd_build_corpus(argc, argv);
   if (cmd == "mopd") return cli::cmd_mopd(argc, argv);
   if (cmd == "loop") return cli::cmd_loop(argc, argv);
