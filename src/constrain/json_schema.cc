@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -90,6 +92,7 @@ struct Bound {
   bool present = false;
   double value = 0;
   bool exclusive = false;
+  std::string text;  // the bound as the schema writes it (dumped compactly): its exact decimal
 };
 
 // Checks that `text` nests brackets at most `limit` deep (outside strings), before the recursive parts of
@@ -214,14 +217,14 @@ class SchemaCompiler {
     const ojson* ve = find(s, exc);
     if (vi != nullptr) {
       if (!vi->is_number()) return error(ptr, "'" + inc + "' must be a number, not " + dump(*vi));
-      b = {true, vi->get<double>(), false};
+      b = {true, vi->get<double>(), false, dump(*vi)};
     }
     if (ve != nullptr) {
       if (ve->is_boolean()) {
         if (ve->get<bool>() && b.present) b.exclusive = true;
       } else if (ve->is_number()) {
         const double e = ve->get<double>();
-        if (!b.present || (lower ? e >= b.value : e <= b.value)) b = {true, e, true};
+        if (!b.present || (lower ? e >= b.value : e <= b.value)) b = {true, e, true, dump(*ve)};
       } else {
         return error(ptr, "'" + exc + "' must be a number, not " + dump(*ve));
       }
@@ -622,26 +625,18 @@ class SchemaCompiler {
   // Integer bounds from the schema's (possibly fractional) bounds; unbounded sides get kFreeIntDigits digits
   // (or the other bound's digit count when that is larger). A side beyond kMaxBound that only widens the
   // range is treated as absent; one that narrows it past the supported magnitude is an error.
-  static Status integer_limits(const Bound& lower, const Bound& upper, bool whole_only, const std::string& ptr,
+  static Status integer_limits(const Bound& lower, const Bound& upper, const std::string& ptr,
                                std::optional<int64_t>* lo, std::optional<int64_t>* hi) {
     const double kMax = static_cast<double>(JsonSchemaLimits::kMaxBound);
     if (lower.present) {
       double v = lower.value;
-      if (whole_only && std::floor(v) != v) {
-        return error(ptr, "the minimum " + dump(ojson(v)) + " of a number must be a whole number (only whole-number "
-                          "bounds are enforced exactly for numbers; use type integer or a whole bound)");
-      }
-      if (!whole_only) v = lower.exclusive ? std::floor(v) + 1 : std::ceil(v);
+      v = lower.exclusive ? std::floor(v) + 1 : std::ceil(v);
       if (v > kMax) return error(ptr, "the minimum " + dump(ojson(lower.value)) + " is beyond the supported ±" + std::to_string(JsonSchemaLimits::kMaxBound));
       if (v >= -kMax) *lo = static_cast<int64_t>(v);
     }
     if (upper.present) {
       double v = upper.value;
-      if (whole_only && std::floor(v) != v) {
-        return error(ptr, "the maximum " + dump(ojson(v)) + " of a number must be a whole number (only whole-number "
-                          "bounds are enforced exactly for numbers; use type integer or a whole bound)");
-      }
-      if (!whole_only) v = upper.exclusive ? std::ceil(v) - 1 : std::floor(v);
+      v = upper.exclusive ? std::ceil(v) - 1 : std::floor(v);
       if (v < -kMax) return error(ptr, "the maximum " + dump(ojson(upper.value)) + " is beyond the supported ±" + std::to_string(JsonSchemaLimits::kMaxBound));
       if (v <= kMax) *hi = static_cast<int64_t>(v);
     }
@@ -650,7 +645,7 @@ class SchemaCompiler {
 
   Expected<GrammarSeq> compile_integer(const Bound& lower, const Bound& upper, const std::string& ptr) {
     std::optional<int64_t> olo, ohi;
-    POCKET_RETURN_IF_ERROR(integer_limits(lower, upper, false, ptr, &olo, &ohi));
+    POCKET_RETURN_IF_ERROR(integer_limits(lower, upper, ptr, &olo, &ohi));
     if (!olo && !ohi) return GrammarSeq{rule_ref(free_integer())};
     int64_t lo = olo ? *olo : -std::max(kFreeIntMax, ohi && *ohi < 0 ? -*ohi : 0);
     int64_t hi = ohi ? *ohi : std::max(kFreeIntMax, lo);
@@ -698,8 +693,7 @@ class SchemaCompiler {
     return free_magnitude_;
   }
 
-  // Fractions: any ("." and 1..15 digits, or none), zero (none, or "." and zeros), nonzero (a "." then digits
-  // with at least one that is not 0).
+  // "." and 1..15 digits, or nothing: the fraction of an unbounded number.
   int32_t any_fraction() {
     if (any_fraction_ >= 0) return any_fraction_;
     GrammarSeq frac;
@@ -708,52 +702,184 @@ class SchemaCompiler {
     any_fraction_ = grammar_.alt_rule({{}, std::move(frac)}, "fraction");
     return any_fraction_;
   }
-  int32_t zero_fraction() {
-    if (zero_fraction_ >= 0) return zero_fraction_;
-    GrammarSeq zero, frac;
-    Grammar::append_bytes(zero, "0");
-    Grammar::append_bytes(frac, ".");
-    frac.push_back(rule_ref(grammar_.repeat_rule(zero, 1, JsonSchemaLimits::kFractionDigits, "zeros")));
-    zero_fraction_ = grammar_.alt_rule({{}, std::move(frac)}, "zero-fraction");
-    return zero_fraction_;
-  }
-  int32_t nonzero_fraction() {
-    if (nonzero_fraction_ >= 0) return nonzero_fraction_;
-    GrammarSeq zero, frac;
-    Grammar::append_bytes(zero, "0");
-    Grammar::append_bytes(frac, ".");
-    const int32_t n = JsonSchemaLimits::kFractionDigits - 1;
-    frac.push_back(rule_ref(grammar_.repeat_rule(zero, 0, n, "zeros")));
-    Grammar::append_range(frac, '1', '9');
-    frac.push_back(rule_ref(grammar_.repeat_rule({rule_ref(digit_rule())}, 0, n, "digits")));
-    nonzero_fraction_ = grammar_.alt_rule({std::move(frac)}, "nonzero-fraction");
-    return nonzero_fraction_;
+
+  // A non-negative decimal: the integer part and the fraction's digits without trailing zeros.
+  struct Decimal {
+    int64_t int_part = 0;
+    std::string frac;
+    bool is_zero() const { return int_part == 0 && frac.empty(); }
+  };
+  // A bound on a fraction's digits (0.F compared with 0.digits).
+  struct FracBound {
+    std::string digits;
+    bool exclusive = false;
+  };
+
+  // The exact decimal a bound's JSON text stands for (integers digit for digit; floats as the shortest text
+  // that reads back as the same double, exponent expanded). False when its integer part passes kMaxBound.
+  static bool parse_decimal(const std::string& text, bool* negative, Decimal* out) {
+    size_t i = 0;
+    *negative = !text.empty() && text[0] == '-';
+    if (*negative) ++i;
+    std::string digits;
+    int64_t point = -1;
+    for (; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
+      if (text[i] == '.') {
+        point = static_cast<int64_t>(digits.size());
+      } else {
+        digits += text[i];
+      }
+    }
+    if (point < 0) point = static_cast<int64_t>(digits.size());
+    if (i < text.size()) point += std::stoll(text.substr(i + 1));  // nlohmann writes e-05, e+20
+    std::string int_digits, frac;
+    if (point <= 0) {
+      frac = std::string(static_cast<size_t>(-point), '0') + digits;
+    } else if (point >= static_cast<int64_t>(digits.size())) {
+      int_digits = digits + std::string(static_cast<size_t>(point) - digits.size(), '0');
+    } else {
+      int_digits = digits.substr(0, static_cast<size_t>(point));
+      frac = digits.substr(static_cast<size_t>(point));
+    }
+    int_digits.erase(0, std::min(int_digits.find_first_not_of('0'), int_digits.size()));
+    frac.erase(frac.find_last_not_of('0') + 1);
+    if (int_digits.size() > 18) return false;
+    out->int_part = int_digits.empty() ? 0 : std::stoll(int_digits);
+    out->frac = frac;
+    if (out->is_zero()) *negative = false;
+    return out->int_part <= JsonSchemaLimits::kMaxBound;
   }
 
-  // Magnitudes y = I + f (integer part I, fraction f in [0, 1)) with A <= y (A < y when a_excl) and y <= B
-  // (y < B when b_excl; no B: I up to the free digits). Appends the alternatives to `out`.
-  Status magnitudes(int64_t a, bool a_excl, std::optional<int64_t> b, bool b_excl, const std::string& ptr,
-                    std::vector<GrammarSeq>* out) {
-    const int64_t any_lo = a_excl ? a + 1 : a;
-    const int64_t any_hi = b ? *b - 1 : std::max(kFreeIntMax, any_lo);
-    if (any_lo <= any_hi) {  // any fraction
-      POCKET_ASSIGN_OR_RETURN(int32_t r, int_range_rule(any_lo, any_hi, ptr));
-      out->push_back({rule_ref(r), rule_ref(any_fraction())});
+  // A rule for the fraction of a number whose integer part has been written: nothing, or "." and 1..m digits,
+  // with 0.F >= (>) lo and <= (<) hi when given. -1 when no fraction qualifies. A digit-by-digit automaton:
+  // state (i, lt, ht) = i digits written, still equal to lo's (lt) / hi's (ht) first i digits.
+  Expected<int32_t> fraction_rule(const std::optional<FracBound>& lo, const std::optional<FracBound>& hi, int m,
+                                  const std::string& ptr) {
+    std::string key = std::to_string(m);
+    if (lo) key += "|>" + std::string(lo->exclusive ? "" : "=") + lo->digits;
+    if (hi) key += "|<" + std::string(hi->exclusive ? "" : "=") + hi->digits;
+    if (auto it = fraction_cache_.find(key); it != fraction_cache_.end()) return it->second;
+    constexpr int32_t kDead = -1, kEmptyOnly = -3, kUnknown = -2;
+    std::vector<std::array<int32_t, 4>> memo(static_cast<size_t>(m) + 1, {kUnknown, kUnknown, kUnknown, kUnknown});
+    auto digit_of = [](const FracBound& b, int i) { return i < static_cast<int>(b.digits.size()) ? b.digits[static_cast<size_t>(i)] : '0'; };
+    // Ending after i digits (the rest all zeros) keeps 0.F >= lo iff lo has no digit left and is inclusive,
+    // and 0.F < hi iff hi has a (nonzero) digit left.
+    auto end_ok = [&](int i, bool lt, bool ht) {
+      return (!lt || (i >= static_cast<int>(lo->digits.size()) && !lo->exclusive)) &&
+             (!ht || !hi->exclusive || i < static_cast<int>(hi->digits.size()));
+    };
+    int64_t built = 0;
+    std::function<int32_t(int, bool, bool)> state;
+    auto digit_alts = [&](int i, bool lt, bool ht) {
+      std::vector<GrammarSeq> alts;
+      if (i >= m) return alts;
+      const char lo_d = lt ? digit_of(*lo, i) : '0', hi_d = ht ? digit_of(*hi, i) : '9';
+      for (char c = lo_d; c <= hi_d;) {
+        const bool nlt = lt && c == lo_d, nht = ht && c == hi_d;
+        char e = c;  // extend the run while the next digit leads to the same state
+        while (e < hi_d && !(lt && e + 1 == lo_d) && !(ht && e + 1 == hi_d) && !nlt && !nht) ++e;
+        const int32_t next = state(i + 1, nlt, nht);
+        if (next != kDead) {
+          GrammarSeq seq;
+          Grammar::append_range(seq, static_cast<uint8_t>(c), static_cast<uint8_t>(e));
+          if (next != kEmptyOnly) seq.push_back(rule_ref(next));
+          alts.push_back(std::move(seq));
+        }
+        c = static_cast<char>(e + 1);
+      }
+      return alts;
+    };
+    state = [&](int i, bool lt, bool ht) -> int32_t {
+      int32_t& r = memo[static_cast<size_t>(i)][static_cast<size_t>(lt) * 2 + static_cast<size_t>(ht)];
+      if (r != kUnknown) return r;
+      std::vector<GrammarSeq> alts = digit_alts(i, lt, ht);
+      const bool eps = end_ok(i, lt, ht);
+      if (alts.empty()) {
+        r = eps ? kEmptyOnly : kDead;
+      } else {
+        if (eps) alts.push_back({});
+        built += static_cast<int64_t>(alts.size()) * 3;
+        r = grammar_.alt_rule(std::move(alts), "frac-digits");
+      }
+      return r;
+    };
+    std::vector<GrammarSeq> top;
+    if (end_ok(0, lo.has_value(), hi.has_value())) top.push_back({});
+    for (GrammarSeq& d : digit_alts(0, lo.has_value(), hi.has_value())) {
+      GrammarSeq seq;
+      Grammar::append_bytes(seq, ".");
+      seq.insert(seq.end(), d.begin(), d.end());
+      top.push_back(std::move(seq));
     }
-    if (a_excl && (!b || a < *b)) {  // A itself with a nonzero fraction
-      POCKET_ASSIGN_OR_RETURN(int32_t r, int_range_rule(a, a, ptr));
-      out->push_back({rule_ref(r), rule_ref(nonzero_fraction())});
-    }
-    if (b && !b_excl && *b >= any_lo) {  // B itself with a zero fraction
-      POCKET_ASSIGN_OR_RETURN(int32_t r, int_range_rule(*b, *b, ptr));
-      out->push_back({rule_ref(r), rule_ref(zero_fraction())});
+    POCKET_RETURN_IF_ERROR(spend(built + 4, ptr));
+    const int32_t r = top.empty() ? kDead : grammar_.alt_rule(std::move(top), "fraction");
+    fraction_cache_.emplace(key, r);
+    return r;
+  }
+
+  // Appends the alternatives for integer parts lo..hi followed by a fraction within (flo, fhi), split by the
+  // integer part's digit count d so that integer and fraction digits together stay within kNumberDigits.
+  Status fraction_segment(int64_t lo, int64_t hi, const std::optional<FracBound>& flo,
+                          const std::optional<FracBound>& fhi, const std::string& ptr, std::vector<GrammarSeq>* out) {
+    const size_t dlo = std::to_string(lo).size(), dhi = std::to_string(hi).size();
+    for (size_t d = dlo; d <= dhi; ++d) {
+      const int64_t a = d == dlo ? lo : pow10(static_cast<int>(d) - 1);
+      const int64_t b = d == dhi ? hi : pow10(static_cast<int>(d)) - 1;
+      const int m = std::max(0, JsonSchemaLimits::kNumberDigits - static_cast<int>(d));
+      POCKET_ASSIGN_OR_RETURN(const int32_t frac, fraction_rule(flo, fhi, m, ptr));
+      if (frac < 0) continue;
+      POCKET_ASSIGN_OR_RETURN(const int32_t r, int_range_rule(a, b, ptr));
+      out->push_back({rule_ref(r), rule_ref(frac)});
     }
     return Status::ok();
   }
 
+  // Magnitudes y with A <= y (A < y when a_excl) and y <= B (y < B when b_excl; no B: integer parts up to the
+  // free digits), as integer part I and fraction: I = A's with a fraction above A's, whole integers between
+  // with any fraction, I = B's with a fraction below B's.
+  Status magnitudes(const Decimal& a, bool a_excl, const std::optional<Decimal>& b, bool b_excl,
+                    const std::string& ptr, std::vector<GrammarSeq>* out) {
+    std::optional<FracBound> flo;
+    if (!a.frac.empty() || a_excl) flo = FracBound{a.frac, a_excl};  // ">= .0" is no bound
+    const std::optional<FracBound> fhi = b ? std::optional<FracBound>(FracBound{b->frac, b_excl}) : std::nullopt;
+    if (!b) {
+      POCKET_RETURN_IF_ERROR(fraction_segment(a.int_part, a.int_part, flo, std::nullopt, ptr, out));
+      const int64_t cap = std::max(kFreeIntMax, a.int_part);
+      if (a.int_part < cap) POCKET_RETURN_IF_ERROR(fraction_segment(a.int_part + 1, cap, std::nullopt, std::nullopt, ptr, out));
+    } else if (a.int_part == b->int_part) {
+      POCKET_RETURN_IF_ERROR(fraction_segment(a.int_part, a.int_part, flo, fhi, ptr, out));
+    } else if (a.int_part < b->int_part) {
+      POCKET_RETURN_IF_ERROR(fraction_segment(a.int_part, a.int_part, flo, std::nullopt, ptr, out));
+      if (a.int_part + 1 <= b->int_part - 1) {
+        POCKET_RETURN_IF_ERROR(fraction_segment(a.int_part + 1, b->int_part - 1, std::nullopt, std::nullopt, ptr, out));
+      }
+      POCKET_RETURN_IF_ERROR(fraction_segment(b->int_part, b->int_part, std::nullopt, fhi, ptr, out));
+    }
+    return Status::ok();
+  }
+
+  // Numbers within decimal bounds, exactly: a bound's decimal (its JSON text) is compared digit by digit. A
+  // bounded number is written with at most kNumberDigits digits, so that it reads back as a double ordered
+  // against the bound's double exactly as the decimals are (15 digits survive a round trip through double).
   Expected<GrammarSeq> compile_number(const Bound& lower, const Bound& upper, const std::string& ptr) {
-    std::optional<int64_t> lo, hi;
-    POCKET_RETURN_IF_ERROR(integer_limits(lower, upper, true, ptr, &lo, &hi));
+    bool lo_neg = false, hi_neg = false;
+    std::optional<Decimal> lo, hi;
+    if (lower.present) {
+      Decimal d;
+      if (parse_decimal(lower.text, &lo_neg, &d)) {
+        lo = d;
+      } else if (!lo_neg) {
+        return error(ptr, "the minimum " + lower.text + " is beyond the supported ±" + std::to_string(JsonSchemaLimits::kMaxBound));
+      }  // a minimum below -kMaxBound allows every number this grammar writes
+    }
+    if (upper.present) {
+      Decimal d;
+      if (parse_decimal(upper.text, &hi_neg, &d)) {
+        hi = d;
+      } else if (hi_neg) {
+        return error(ptr, "the maximum " + upper.text + " is beyond the supported ±" + std::to_string(JsonSchemaLimits::kMaxBound));
+      }
+    }
     if (!lo && !hi) {
       if (free_number_ < 0) {
         free_number_ = grammar_.alt_rule({{rule_ref(free_integer()), rule_ref(any_fraction())}}, "number");
@@ -763,19 +889,15 @@ class SchemaCompiler {
     const bool lo_excl = lower.exclusive, hi_excl = upper.exclusive;
     std::vector<GrammarSeq> alts;
     // x >= 0, written without a sign.
-    if (!hi || *hi > 0 || (*hi == 0 && !hi_excl)) {
-      std::vector<GrammarSeq> pos;
-      const bool from_lo = lo && *lo >= 0;
-      POCKET_RETURN_IF_ERROR(magnitudes(from_lo ? *lo : 0, from_lo && lo_excl, hi, hi_excl, ptr, &pos));
-      for (auto& p : pos) alts.push_back(std::move(p));
+    if (!hi || !hi_neg && (!hi->is_zero() || !hi_excl)) {
+      const bool from_lo = lo && !lo_neg;
+      POCKET_RETURN_IF_ERROR(magnitudes(from_lo ? *lo : Decimal{}, from_lo && lo_excl, hi, hi_excl, ptr, &alts));
     }
     // x < 0 strictly, written "-" and its magnitude y = -x > 0 (so never "-0").
-    if (!lo || *lo < 0) {
+    if (!lo || (lo_neg && !lo->is_zero())) {
       std::vector<GrammarSeq> neg;
-      const bool from_hi = hi && *hi < 0;
-      std::optional<int64_t> b;
-      if (lo) b = -*lo;
-      POCKET_RETURN_IF_ERROR(magnitudes(from_hi ? -*hi : 0, from_hi ? hi_excl : true, b, lo_excl, ptr, &neg));
+      const bool from_hi = hi && hi_neg;
+      POCKET_RETURN_IF_ERROR(magnitudes(from_hi ? *hi : Decimal{}, from_hi ? hi_excl : true, lo, lo_excl, ptr, &neg));
       for (auto& n : neg) {
         GrammarSeq seq;
         Grammar::append_bytes(seq, "-");
@@ -784,7 +906,9 @@ class SchemaCompiler {
       }
     }
     if (alts.empty()) {
-      return error(ptr, "impossible schema: no number lies between the minimum and the maximum");
+      return error(ptr, "impossible schema: no number written with at most " +
+                            std::to_string(JsonSchemaLimits::kNumberDigits) + " digits lies between the minimum " +
+                            lower.text + " and the maximum " + upper.text);
     }
     return GrammarSeq{rule_ref(grammar_.alt_rule(std::move(alts), "number"))};
   }
@@ -995,7 +1119,8 @@ class SchemaCompiler {
   int64_t budget_ = 0;
   int32_t string_char_ = -1, free_chars_ = -1, free_string_ = -1, boolean_ = -1, digit_ = -1;
   int32_t free_integer_ = -1, free_magnitude_ = -1, free_number_ = -1;
-  int32_t any_fraction_ = -1, zero_fraction_ = -1, nonzero_fraction_ = -1;
+  int32_t any_fraction_ = -1;
+  std::unordered_map<std::string, int32_t> fraction_cache_;  // fraction_rule by bounds and digit count
   std::vector<int32_t> free_value_, free_object_, free_array_;  // by remaining depth
 };
 

@@ -29,7 +29,10 @@ struct JsonSchemaLimits {
   static constexpr int64_t kMaxCount = 4096;    // minLength, maxLength, minItems, maxItems
   static constexpr int64_t kMaxBudget = 1 << 20;  // sum of the counts above over the schema (grammar size)
   static constexpr int kFreeIntDigits = 15;     // integer digits of an unbounded integer or number
-  static constexpr int kFractionDigits = 15;    // fraction digits of a number at most
+  static constexpr int kFractionDigits = 15;    // fraction digits of an unbounded number at most
+  // Digits of a number with bounds, integer part and fraction together: 15 decimal digits survive a round
+  // trip through a double, so the value an application reads is ordered against the bounds as written.
+  static constexpr int kNumberDigits = 15;
   static constexpr int64_t kMaxBound = 999999999999999999;  // |minimum|, |maximum| (18 digits)
 };
 

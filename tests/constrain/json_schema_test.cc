@@ -166,6 +166,12 @@ TEST(JsonSchema, IntegerBoundForms) {
   EXPECT_FALSE(big.accepts("99999999999999999"));
 }
 
+int digit_count(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c >= '0' && c <= '9';
+  return n;
+}
+
 TEST(JsonSchema, NumberBoundsAreExact) {
   const std::vector<std::string> bounds = {
       R"("minimum":0,"maximum":5)",        R"("exclusiveMinimum":0,"exclusiveMaximum":5)",
@@ -188,9 +194,9 @@ TEST(JsonSchema, NumberBoundsAreExact) {
     for (const auto& p : probes) {
       // The independent verdict: the text is a JSON number (nlohmann) within the bounds (the validator).
       const json v = json::parse(p, nullptr, false);
-      // The grammar writes no exponent, and never "-0" under bounds (it is 0, written "0").
+      // The grammar writes no exponent, never "-0" under bounds (it is 0, written "0"), and at most 15 digits.
       const bool json_number = !v.is_discarded() && v.is_number() && p != "-0" && p != "-0.0" &&
-                               p.find('e') == std::string::npos;
+                               p.find('e') == std::string::npos && digit_count(p) <= 15;
       const bool want = json_number && validate_json(s, v).empty();
       EXPECT_EQ(c.accepts(p), want) << schema << " text " << p;
     }
@@ -198,6 +204,59 @@ TEST(JsonSchema, NumberBoundsAreExact) {
   const Compiled free(R"({"type":"number"})");
   for (const char* t : {"329", "59.99", "-0.5", "0", "123456789012345.123456789012345"}) EXPECT_TRUE(free.accepts(t)) << t;
   for (const char* t : {"059", "1.", ".5", "1e5", "+1", "1.2.3", "1234567890123456"}) EXPECT_FALSE(free.accepts(t)) << t;
+}
+
+TEST(JsonSchema, DecimalNumberBoundsAreExact) {
+  // Bounds with fractions, compared with random decimals near them by the validator (double comparison, which
+  // agrees with the decimal one for numbers of at most 15 digits).
+  const std::vector<std::string> bounds = {
+      R"("minimum":0.5,"maximum":4.25)",       R"("exclusiveMinimum":0.01,"exclusiveMaximum":0.1)",
+      R"("minimum":-1.75,"exclusiveMaximum":-0.5)", R"("exclusiveMinimum":-2.5,"maximum":2.5)",
+      R"("minimum":0.1)",                      R"("exclusiveMaximum":-0.001)",
+      R"("minimum":1e-05,"maximum":0.0001)",   R"("minimum":0.30000000000000004)",
+      R"("minimum":2.125,"maximum":2.125)",    R"("minimum":99.99,"maximum":100)",
+      R"("exclusiveMinimum":0,"maximum":1e-3)", R"("minimum":-123456.789,"maximum":123456.789)"};
+  const Compiled price(R"({"type":"number","minimum":0.5,"exclusiveMaximum":4.25})");
+  for (const char* t : {"0.5", "0.50", "0.5000001", "1", "4.2", "4.249999", "4.24999999999999"}) EXPECT_TRUE(price.accepts(t)) << t;
+  for (const char* t : {"0.4999", "0", "4.25", "4.250", "4.2500001", "5", "-1", "4.249999999999999"}) EXPECT_FALSE(price.accepts(t)) << t;
+  int accepted = 0, total = 0;
+  std::mt19937_64 rng(9);
+  for (const auto& b : bounds) {
+    const std::string schema = R"({"type":"number",)" + b + "}";
+    const json s = json::parse(schema);
+    const Compiled c(schema);
+    std::vector<std::string> probes = {"0", "0.1", "0.3", "0.30000000000000004", "0.3000000000001", "2.125", "2.1250",
+                                       "100", "100.0", "99.99", "99.989", "0.0001", "0.00001", "0.000011", "-0.5",
+                                       "-0.50", "-0.4999", "-1.75", "-1.7500001", "0.001", "0.0010", "0.0009999"};
+    // Bound values and their neighbours at several decimal places.
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      if (!s.contains(k)) continue;
+      const double v = s[k].get<double>();
+      for (int places = 0; places <= 6; ++places) {
+        for (int delta : {-1, 0, 1}) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.*f", places, v + delta * std::pow(10.0, -places));
+          probes.push_back(buf);
+        }
+      }
+    }
+    for (int k = 0; k < 300; ++k) {
+      char buf[64];
+      const double x = (static_cast<double>(rng() % 2000000) - 1000000.0) / std::pow(10.0, static_cast<double>(rng() % 7));
+      std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(rng() % 7), x);
+      probes.push_back(buf);
+    }
+    for (const auto& p : probes) {
+      const json v = json::parse(p, nullptr, false);
+      if (v.is_discarded() || p == "-0" || p.rfind("-0.", 0) == 0 && v.get<double>() == 0) continue;
+      const bool want = digit_count(p) <= 15 && validate_json(s, v).empty();
+      EXPECT_EQ(c.accepts(p), want) << schema << " text " << p;
+      accepted += want;
+      ++total;
+    }
+  }
+  EXPECT_GT(accepted, total / 10) << accepted << " of " << total;
+  EXPECT_LT(accepted, total * 9 / 10) << accepted << " of " << total;
 }
 
 TEST(JsonSchema, StringLengthsCountCharacters) {
@@ -356,9 +415,11 @@ TEST(JsonSchema, Errors) {
   EXPECT_EQ(error_of(R"({"type":"object","properties":{"x":false},"required":["x"]})"),
             "[json-schema] schema 'false' allows no value at /properties/x");
   // Limits and unsupported forms.
-  EXPECT_EQ(error_of(R"({"type":"number","minimum":0.5})"),
-            "[json-schema] the minimum 0.5 of a number must be a whole number (only whole-number bounds are enforced "
-            "exactly for numbers; use type integer or a whole bound) at the root");
+  EXPECT_EQ(error_of(R"({"type":"number","exclusiveMinimum":0.12345678901234566,"exclusiveMaximum":0.12345678901234568})"),
+            "[json-schema] impossible schema: no number written with at most 15 digits lies between the minimum "
+            "0.12345678901234566 and the maximum 0.12345678901234568 at the root");
+  EXPECT_EQ(error_of(R"({"type":"number","minimum":1e19})"),
+            "[json-schema] the minimum 1e+19 is beyond the supported ±999999999999999999 at the root");
   EXPECT_EQ(error_of(R"({"type":"integer","minimum":1e19})"),
             "[json-schema] the minimum 1e+19 is beyond the supported ±999999999999999999 at the root");
   EXPECT_EQ(error_of(R"({"type":"string","maxLength":100000})"),

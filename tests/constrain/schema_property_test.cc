@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -58,6 +59,7 @@ class SchemaGen {
   }
 
  private:
+  static int64_t pow10(int64_t n) { return n == 0 ? 1 : 10 * pow10(n - 1); }
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return pick(100) < percent; }
   int64_t between(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng_() % static_cast<uint64_t>(hi - lo + 1)); }
@@ -104,8 +106,12 @@ class SchemaGen {
       if (has_hi) s["exclusiveMaximum"] = hi;
       return;
     }
-    if (has_lo) s["minimum"] = (!whole && chance(30)) ? static_cast<double>(lo) + 0.5 : static_cast<double>(lo);
-    if (has_hi) s["maximum"] = hi;
+    // Fractional bounds: x.5 for integers (rounded inward); for numbers decimals of 1-3 places.
+    const int64_t places = between(1, 3);
+    const double frac = whole ? (chance(40) ? static_cast<double>(between(1, pow10(places) - 1)) / static_cast<double>(pow10(places)) : 0.0)
+                              : (chance(30) ? 0.5 : 0.0);  // in (0, 1): the bounds stay ordered
+    if (has_lo) s["minimum"] = static_cast<double>(lo) + frac;
+    if (has_hi) s["maximum"] = frac != 0 && whole ? static_cast<double>(hi) + frac / 2 : static_cast<double>(hi);
     if (form == 3 && has_lo) s["exclusiveMinimum"] = true;  // draft 4 form
     if (form == 0 && chance(50)) s.erase("minimum"), s.erase("maximum");
   }
