@@ -775,7 +775,9 @@ class SchemaCompiler {
       if (i >= m) return alts;
       const char lo_d = lt ? digit_of(*lo, i) : '0', hi_d = ht ? digit_of(*hi, i) : '9';
       for (char c = lo_d; c <= hi_d;) {
-        const bool nlt = lt && c == lo_d, nht = ht && c == hi_d;
+        // Once lo's digits are matched and lo is inclusive, any rest keeps 0.F >= lo: no longer tight.
+        const bool nlt = lt && c == lo_d && !(i + 1 >= static_cast<int>(lo->digits.size()) && !lo->exclusive);
+        const bool nht = ht && c == hi_d;
         char e = c;  // extend the run while the next digit leads to the same state
         while (e < hi_d && !(lt && e + 1 == lo_d) && !(ht && e + 1 == hi_d) && !nlt && !nht) ++e;
         const int32_t next = state(i + 1, nlt, nht);
