@@ -1,7 +1,6 @@
-// Why a task answer failed: each wrong answer of the app tasks (docs/tasks.md) is put in one or more
-// failure classes — invalid JSON, a missing/extra/wrong field, a value found nowhere in the prompt, a wrong
-// or invalid label, a rewrite left unchanged or changed when it was already correct — which the SFT loop
-// engine (sft_loop.h) counts and targets. Torch-free.
+// Why a task answer failed: each wrong answer of the app tasks (docs/tasks.md) gets one or more failure classes
+// (invalid JSON, missing/extra/wrong field, hallucinated value, wrong label, rewrite unchanged...), which the
+// SFT loop engine (sft_loop.h) counts and targets.
 #pragma once
 
 #include <string>

@@ -1,9 +1,6 @@
-// The SFT loop engine (`pocket-train loop`): evaluate a checkpoint on the task suites, classify its failures
-// (failure_classes.h), build a round of training data aimed at the most frequent failure classes (fresh
-// generator draws weighted towards the failing (task, language) cells, plus replayed training examples),
-// fine-tune, re-evaluate on the held-out split, and keep the round only if the regression gate holds (no
-// cell drops by more than a margin); otherwise roll back to the previous checkpoint. Every round's table is
-// written to OUT/loop.json. Torch-free header; training and answers go through LoopHooks.
+// The SFT loop engine (`pocket-train loop`): evaluate, classify failures, train on examples aimed at the top
+// failure classes, and keep a round only if no (task, language) cell drops more than a margin (else roll
+// back); every round's table goes to OUT/loop.json. Guide: docs/mopd.md. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -113,7 +110,10 @@ struct LoopResult {
   std::string checkpoint;           // the last accepted checkpoint (init when none was)
 };
 
-// Runs the rounds; resumes after the rounds already recorded in out_dir/loop.json.
+// Runs the rounds. A round: failures of the current checkpoint on the held-out examples -> plan_targets ->
+// targeted_examples + replay from train.jsonl -> hooks.fine_tune -> re-evaluation -> regression_gate; accepted,
+// the candidate becomes current, else the next round starts again from current. Stops early when no
+// failures are left. Resumes after the rounds already recorded in out_dir/loop.json.
 Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks);
 
 }  // namespace pocket::train

@@ -1,7 +1,6 @@
-// Multi-teacher on-policy distillation (MOPD): the student samples answers to task prompts, each sample is
-// routed to the teacher of its task's domain, and the loss is the per-token reverse KL of student to teacher
-// over the student's own answer tokens (optionally mixed with forward KL), both models reading the same
-// chat-templated sequence. Torch-free header; the libtorch code is in mopd.cc. Guide: docs/mopd.md.
+// Multi-teacher on-policy distillation (MOPD): student samples routed to their task's teacher, loss = per-token
+// reverse KL of student to teacher on the student's own answer tokens (optionally mixed with forward KL).
+// Torch-free header; the libtorch code is in mopd.cc. Guide: docs/mopd.md.
 #pragma once
 
 #include <array>

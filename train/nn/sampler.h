@@ -1,7 +1,5 @@
-// Batched sampling of chat answers from the libtorch model: the student's on-policy samples for MOPD and
-// greedy answers for evaluation. No KV cache — each new token re-runs the whole left-padded batch, which
-// is cheap for the small models pocket trains and leaves one code path for sampling and for the loss.
-// Internal to train/ (includes torch); answers.h is the torch-free entry point.
+// Batched sampling of chat answers from the libtorch model: MOPD's on-policy samples and greedy answers for
+// evaluation. Internal to train/ (includes torch); answers.h is the torch-free entry point.
 #pragma once
 
 #include <torch/types.h>
@@ -13,6 +11,8 @@
 
 namespace pocket::train {
 
+// No KV cache: each new token re-runs the whole left-padded batch, which is cheap for the small models
+// pocket trains and leaves one code path for sampling and for the loss.
 struct SampleOptions {
   int64_t max_new_tokens = 64;    // per row; fewer when the prompt leaves less room in n_ctx_train
   double temperature = 1.0;       // 0: greedy (argmax); otherwise softmax(logits / temperature)
