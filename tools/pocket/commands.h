@@ -20,6 +20,7 @@ void register_quantize(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_kl(CLI::App& app);
 void register_imatrix(CLI::App& app);
+void register_serve(CLI::App& app);  // cmd_serve.cc
 void register_task(CLI::App& app);  // cmd_task.cc
 
 // Prints a failed Status to stderr as "pocket <cmd>: <error>" and returns the process exit code (1).

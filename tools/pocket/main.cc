@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   pocket::cli::register_perplexity(app);
   pocket::cli::register_kl(app);
   pocket::cli::register_imatrix(app);
+  pocket::cli::register_serve(app);
   pocket::cli::register_task(app);
   pocket::register_tokenize(app);
   // llama.cpp spells the draft model "-md"; CLI11 takes one-letter short options only.
