@@ -188,7 +188,9 @@ class GbnfParser {
       return error_at(pos_, "expected a rule name (letters, digits, '_' or '-')");
     }
     const std::string name = parse_name();
-    if (name == "copy") return error_at(start, "'copy' is reserved (the copy-from-source terminal); rename the rule");
+    if (name == "copy" || name == "copy-any") {
+      return error_at(start, "'" + name + "' is reserved (the copy-from-source terminal); rename the rule");
+    }
     skip_space(true);
     if (text_.substr(pos_, 3) != "::=") return error_at(pos_, "expected '::=' after the rule name '" + name + "'");
     pos_ += 3;
@@ -248,9 +250,10 @@ class GbnfParser {
     if (is_word_char(c)) {
       const size_t start = pos_;
       const std::string name = parse_name();
-      if (name == "copy") {
+      // copy: whole words of the source; copy-any: any substring (CopyMode).
+      if (name == "copy" || name == "copy-any") {
         *is_copy = true;
-        item->push_back({ElemKind::kCopy, 0, 0, -1});
+        item->push_back(copy_elem(0, name == "copy" ? CopyMode::kWords : CopyMode::kSubstring));
         return Status::ok();
       }
       POCKET_ASSIGN_OR_RETURN(const int32_t id, rule_for(name, start));
@@ -483,7 +486,10 @@ class GbnfParser {
       return Status::ok();
     }
     if (is_copy) {
-      if (c != '+') return error_at(at, "copy takes no repetition other than '+' (copy+: at least one character)");
+      if (c != '+') {
+        const std::string name = copy_mode((*item)[0]) == CopyMode::kWords ? "copy" : "copy-any";
+        return error_at(at, name + " takes no repetition other than '+' (" + name + "+: at least one character)");
+      }
       (*item)[0].lo = 1;
     } else {
       budget_ += (max < 0 ? min + 1 : max) + 1;

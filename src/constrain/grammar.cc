@@ -236,6 +236,10 @@ Status Grammar::finalize(int32_t root) {
           return invalid_argument("[grammar] rule '" + rules_[r].name + "' has a copy span with minimum " +
                                   std::to_string(e.lo) + " (expected 0 or 1)");
         }
+        if (e.kind == ElemKind::kCopy && e.hi > static_cast<uint8_t>(CopyMode::kSubstring)) {
+          return invalid_argument("[grammar] rule '" + rules_[r].name + "' has a copy span with mode " +
+                                  std::to_string(e.hi) + " (expected 0: whole words, or 1: any substring)");
+        }
         if (e.kind != ElemKind::kRule) continue;
         if (e.rule < 0 || static_cast<size_t>(e.rule) >= n) {
           return invalid_argument("[grammar] rule '" + rules_[r].name + "' refers to rule #" + std::to_string(e.rule) +
@@ -407,7 +411,8 @@ std::string Grammar::to_text() const {
         } else if (e.kind == ElemKind::kRule) {
           out += " " + names[static_cast<size_t>(e.rule)];
         } else if (e.kind == ElemKind::kCopy) {
-          out += e.lo == 1 ? " %copy1" : " %copy";
+          out += copy_mode(e) == CopyMode::kSubstring ? " %copy-any" : " %copy";
+          if (e.lo == 1) out += "1";
         }
       }
       flush();

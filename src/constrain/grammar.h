@@ -19,7 +19,19 @@ enum class ElemKind : uint8_t {
   kBytes,  // one byte in [lo, hi]
   kRule,   // a nonterminal
   kCopy,   // a span of the source text as JSON string content (escapes \" \\ \/ \b \f \n \r \t), whole UTF-8
-           // characters; lo = 1: at least one character
+           // characters; lo = 1: at least one character; hi = its CopyMode
+};
+
+// Which spans of the source a kCopy element may write (GrammarElem::hi). Word characters are the ASCII
+// letters and digits [A-Za-z0-9]; every other byte (punctuation, blanks, every byte of a non-ASCII
+// character such as CJK) is a non-word character, so each CJK character is a boundary of its own.
+enum class CopyMode : uint8_t {
+  // Whole words: some occurrence of the span in the source neither starts with a word character preceded
+  // by a word character nor ends with a word character followed by one ("EU 36" but not "U 36" from
+  // "EU 36"; "329" from "¥329"). The default.
+  kWords = 0,
+  // Any substring on character boundaries ("withi" from "within").
+  kSubstring = 1,
 };
 
 struct GrammarElem {
@@ -27,6 +39,11 @@ struct GrammarElem {
   uint8_t lo = 0, hi = 0;
   int32_t rule = -1;
 };
+
+inline CopyMode copy_mode(const GrammarElem& e) { return static_cast<CopyMode>(e.hi); }
+inline GrammarElem copy_elem(int lo, CopyMode mode) {
+  return {ElemKind::kCopy, static_cast<uint8_t>(lo), static_cast<uint8_t>(mode), -1};
+}
 
 using GrammarSeq = std::vector<GrammarElem>;
 

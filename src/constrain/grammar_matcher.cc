@@ -13,6 +13,9 @@ namespace {
 // Source bytes that a JSON string can hold: printable bytes raw (or escaped), five controls by escape.
 bool copyable_source_byte(uint8_t b) { return b >= 0x20 || b == 0x08 || b == 0x09 || b == 0x0A || b == 0x0C || b == 0x0D; }
 
+// CopyMode's word characters: ASCII letters and digits.
+bool is_word_byte(uint8_t b) { return (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z'); }
+
 // The source byte an escape `\c` stands for, or -1.
 int escape_source_byte(uint8_t c) {
   switch (c) {
@@ -96,8 +99,20 @@ Expected<std::unique_ptr<CopySource>> CopySource::build(std::string_view source)
     head.push_back(-1);
     return static_cast<int32_t>(len.size()) - 1;
   };
+  // The indexed text: the source with kWordStart before and kWordEnd after every word (CopySource).
+  std::string text;
+  text.reserve(source.size() + source.size() / 2 + 2);
+  for (size_t i = 0; i < source.size(); ++i) {
+    const auto b = static_cast<uint8_t>(source[i]);
+    const bool word = is_word_byte(b);
+    if (word && (i == 0 || !is_word_byte(static_cast<uint8_t>(source[i - 1])))) text.push_back(static_cast<char>(kWordStart));
+    text.push_back(static_cast<char>(b));
+    if (word && (i + 1 == source.size() || !is_word_byte(static_cast<uint8_t>(source[i + 1])))) {
+      text.push_back(static_cast<char>(kWordEnd));
+    }
+  }
   int32_t last = 0;
-  for (char ch : source) {
+  for (char ch : text) {
     const auto c = static_cast<uint8_t>(ch);
     const int32_t cur = new_state(len[static_cast<size_t>(last)] + 1, -1);
     int32_t p = last;
@@ -131,7 +146,7 @@ Expected<std::unique_ptr<CopySource>> CopySource::build(std::string_view source)
   const size_t n_states = len.size();
   src->root_next_ = root;
   src->edge_begin_.assign(n_states + 1, 0);
-  src->extendable_.assign(n_states, 0);
+  src->flags_.assign(n_states, 0);
   std::vector<std::pair<uint8_t, int32_t>> tmp;
   for (size_t s = 0; s < n_states; ++s) {
     tmp.clear();
@@ -148,9 +163,51 @@ Expected<std::unique_ptr<CopySource>> CopySource::build(std::string_view source)
     for (auto [b, to] : tmp) {
       src->edge_byte_.push_back(b);
       src->edge_to_.push_back(to);
-      if (copyable_source_byte(b)) src->extendable_[s] = 1;
+      // Every transition into a state carries the same byte, so this marks each state once.
+      if (is_word_byte(b)) src->flags_[static_cast<size_t>(to)] |= kLastWord;
     }
     src->edge_begin_[s + 1] = static_cast<int32_t>(src->edge_byte_.size());
+  }
+  // Per state (the root excepted, which never ends or continues a span by these flags): whole-word exit,
+  // extendability as step() sees it, and the distance to a word end. A transition goes to a state of
+  // greater len, so states by decreasing len come after everything they lead to.
+  std::vector<int32_t> order(n_states);
+  {
+    std::vector<int32_t> count(static_cast<size_t>(*std::max_element(len.begin(), len.end())) + 2, 0);
+    for (int32_t l : len) ++count[static_cast<size_t>(l) + 1];
+    for (size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
+    for (size_t s = 0; s < n_states; ++s) order[static_cast<size_t>(count[static_cast<size_t>(len[s])]++)] = static_cast<int32_t>(s);
+  }
+  src->to_word_end_.assign(n_states, 0);
+  constexpr int32_t kFar = 1 << 28;
+  for (size_t k = n_states; k-- > 1;) {
+    const auto s = static_cast<size_t>(order[k]);
+    const bool last_word = (src->flags_[s] & kLastWord) != 0;
+    bool extendable = false;
+    int32_t dist = last_word ? kFar : 0;
+    for (auto e = static_cast<size_t>(src->edge_begin_[s]); e < static_cast<size_t>(src->edge_begin_[s + 1]); ++e) {
+      const uint8_t b = src->edge_byte_[e];
+      const auto to = static_cast<size_t>(src->edge_to_[e]);
+      if (last_word && b == kWordEnd) {
+        dist = 0;
+        src->flags_[s] |= kExitOk;
+      }
+      if (last_word && is_word_byte(b)) {
+        extendable = true;
+        dist = std::min(dist, src->to_word_end_[to] + 1);
+      }
+      if (!last_word && !is_word_byte(b) && copyable_source_byte(b)) extendable = true;
+      // Behind the sentinel the byte classes call for: a byte of the other class.
+      if ((last_word && b == kWordEnd) || (!last_word && b == kWordStart)) {
+        for (auto f = static_cast<size_t>(src->edge_begin_[to]); f < static_cast<size_t>(src->edge_begin_[to + 1]); ++f) {
+          const uint8_t c = src->edge_byte_[f];
+          if (copyable_source_byte(c) && is_word_byte(c) != last_word) extendable = true;
+        }
+      }
+    }
+    if (!last_word) src->flags_[s] |= kExitOk;
+    if (extendable) src->flags_[s] |= kExtendable;
+    src->to_word_end_[s] = dist;
   }
   // The shortest character as JSON content (1 byte raw, 2 escaped, the UTF-8 length otherwise).
   for (size_t i = 0; i < source.size();) {
@@ -160,7 +217,14 @@ Expected<std::unique_ptr<CopySource>> CopySource::build(std::string_view source)
     if (b == '"' || b == '\\' || (b < 0x20 && copyable_source_byte(b))) w = 2;
     if (b < 0x20 && !copyable_source_byte(b)) w = 1 << 20;
     src->min_char_bytes_ = std::min(src->min_char_bytes_, w);
+    if (!is_word_byte(b)) src->min_word_span_bytes_ = std::min(src->min_word_span_bytes_, w);
     i += n;
+  }
+  for (size_t i = 0; i < source.size();) {  // words: runs of word bytes, one JSON byte each
+    size_t j = i;
+    while (j < source.size() && is_word_byte(static_cast<uint8_t>(source[j]))) ++j;
+    if (j > i) src->min_word_span_bytes_ = std::min(src->min_word_span_bytes_, static_cast<int32_t>(j - i));
+    i = j + 1;
   }
   return src;
 }
@@ -175,7 +239,17 @@ int32_t CopySource::next(int32_t s, uint8_t b) const {
   return -1;
 }
 
-bool CopySource::step(uint32_t* state, uint8_t byte) const {
+int32_t CopySource::next_source(int32_t s, uint8_t b, CopyMode mode) const {
+  const bool word = is_word_byte(b);
+  if (s == 0) {
+    if (word && mode == CopyMode::kWords) s = next(0, kWordStart);
+  } else if (((flags_[static_cast<size_t>(s)] & kLastWord) != 0) != word) {
+    s = next(s, word ? kWordStart : kWordEnd);
+  }
+  return s < 0 ? -1 : next(s, b);
+}
+
+bool CopySource::step(uint32_t* state, uint8_t byte, CopyMode mode) const {
   const auto sam = static_cast<int32_t>(*state >> 3);
   const uint32_t pending = (*state >> 1) & 3u;
   const bool escape = (*state & 1u) != 0;
@@ -184,15 +258,15 @@ bool CopySource::step(uint32_t* state, uint8_t byte) const {
   if (escape) {
     const int src = escape_source_byte(byte);
     if (src < 0) return false;
-    to = next(sam, static_cast<uint8_t>(src));
+    to = next_source(sam, static_cast<uint8_t>(src), mode);
   } else if (pending > 0) {
     if (byte < 0x80 || byte > 0xBF) return false;
-    to = next(sam, byte);
+    to = next_source(sam, byte, mode);
     new_pending = pending - 1;
   } else if (byte == '\\') {
     // Start an escape only when some escaped source byte follows here.
     for (const uint8_t c : {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'}) {
-      if (next(sam, static_cast<uint8_t>(escape_source_byte(c))) >= 0) {
+      if (next_source(sam, static_cast<uint8_t>(escape_source_byte(c)), mode) >= 0) {
         *state = (static_cast<uint32_t>(sam) << 3) | 1u;
         return true;
       }
@@ -203,7 +277,7 @@ bool CopySource::step(uint32_t* state, uint8_t byte) const {
   } else {
     const size_t n = utf8_sequence_length(byte);
     if (n == 0) return false;  // a continuation byte cannot start a character
-    to = next(sam, byte);
+    to = next_source(sam, byte, mode);
     new_pending = static_cast<uint32_t>(n - 1);
   }
   if (to < 0) return false;
@@ -213,15 +287,19 @@ bool CopySource::step(uint32_t* state, uint8_t byte) const {
 
 bool CopySource::can_continue(uint32_t state) const {
   if ((state & 7u) != 0) return true;  // mid-character or mid-escape: step() only entered it when viable
-  return extendable_[state >> 3] != 0;
+  return (flags_[state >> 3] & kExtendable) != 0;
 }
 
-int32_t CopySource::bytes_to_exit(uint32_t state, int lo) const {
+int32_t CopySource::bytes_to_exit(uint32_t state, int lo, CopyMode mode) const {
+  // An escape or a multi-byte character ends on a non-word byte, where a whole-word span may end too.
   if ((state & 1u) != 0) return 1;
   const auto pending = static_cast<int32_t>((state >> 1) & 3u);
   if (pending > 0) return pending;
-  if ((state >> 3) == 0) return lo > 0 ? min_char_bytes_ : 0;
-  return 0;
+  if ((state >> 3) == 0) {
+    if (lo == 0) return 0;
+    return mode == CopyMode::kWords ? min_word_span_bytes_ : min_char_bytes_;
+  }
+  return mode == CopyMode::kWords ? to_word_end_[state >> 3] : 0;
 }
 
 // ---- GrammarEngine ----
@@ -389,9 +467,11 @@ bool advance_state(GrammarEngine& engine, const CopySource* src, const MatchStat
   to->cids.clear();
   to->copies.clear();
   auto step_copy = [&](int32_t node, uint32_t state) {
-    if (src == nullptr || !src->step(&state, byte)) return;
+    if (src == nullptr) return;
+    const CopyMode mode = copy_mode(engine.node_elem(node));
+    if (!src->step(&state, byte, mode)) return;
     if (src->can_continue(state)) to->copies.push_back({node, state});
-    if (CopySource::can_exit(state)) to->cids.push_back(engine.succ(node));
+    if (src->can_exit(state, mode)) to->cids.push_back(engine.succ(node));
   };
   for (int32_t cid : from.cids) {
     const int32_t next = engine.advance(cid, byte);
@@ -426,7 +506,7 @@ int32_t state_min_rest(const GrammarEngine& engine, const CopySource* src, const
     if (src == nullptr) return;
     const GrammarElem& e = engine.node_elem(node);
     // node_min counts the copy element as e.lo bytes; replace that by what this state still needs.
-    best = std::min(best, engine.node_min(node) - e.lo + src->bytes_to_exit(state, e.lo));
+    best = std::min(best, engine.node_min(node) - e.lo + src->bytes_to_exit(state, e.lo, copy_mode(e)));
   };
   for (int32_t cid : s.cids) {
     best = std::min(best, engine.min_plain(cid));

@@ -31,34 +31,59 @@ struct CopyStack {
 };
 
 // The source text of COPY spans, indexed by a suffix automaton (every substring is a path from the root).
+// The automaton is built over the source with a sentinel byte inserted at every word boundary (word
+// characters: CopyMode's [A-Za-z0-9]): kWordStart before each word, kWordEnd after it ("EU 36" is indexed
+// as "\1EU\2 \1" "36\2"). Between two source bytes there is at most one sentinel and which one is fixed by
+// the classes of the two bytes, so a span is followed by stepping each byte behind the sentinel its
+// class and the previous byte's call for; a whole-word span starts with kWordStart when its first byte is
+// a word character and may end only where its last byte is not one or a kWordEnd follows. Sentinels never
+// appear in the output. A raw 0x01 or 0x02 in the source cannot be copied (a control JSON content never
+// holds) and is never mistaken for a sentinel: a sentinel is stepped only right after a word character
+// (kWordEnd) or right before one (kWordStart), where the indexed text always holds the sentinel itself.
 // A copy state packs the automaton state with the JSON-escape and UTF-8 progress of the span so far:
-// state = sam << 3 | pending_continuation_bytes << 1 | in_escape. State 0 = nothing copied yet.
+// state = sam << 3 | pending_continuation_bytes << 1 | in_escape. State 0 = nothing copied yet; the mode
+// matters only there (the first byte) and at the end (can_exit, bytes_to_exit).
 // Immutable after build; one per generation.
 class CopySource {
  public:
   static constexpr size_t kMaxBytes = size_t{1} << 20;
+  static constexpr uint8_t kWordStart = 0x01, kWordEnd = 0x02;
 
   // The source must be valid UTF-8 and at most kMaxBytes.
   static Expected<std::unique_ptr<CopySource>> build(std::string_view source);
 
   // Advances a copy state by one byte of JSON string content; false when the byte cannot continue a span.
-  bool step(uint32_t* state, uint8_t byte) const;
-  // The span may end here: at least one character copied, on a character boundary, not inside an escape.
-  static bool can_exit(uint32_t state) { return (state & 7u) == 0 && (state >> 3) != 0; }
+  bool step(uint32_t* state, uint8_t byte, CopyMode mode) const;
+  // The span may end here: at least one character copied, on a character boundary, not inside an escape,
+  // and (whole words) not inside a word of every occurrence.
+  bool can_exit(uint32_t state, CopyMode mode) const {
+    if ((state & 7u) != 0 || (state >> 3) == 0) return false;
+    return mode == CopyMode::kSubstring || (flags_[state >> 3] & kExitOk) != 0;
+  }
   // Some byte can still extend the span.
   bool can_continue(uint32_t state) const;
   // Fewest bytes before the span may end (`lo` = 1: at least one character).
-  int32_t bytes_to_exit(uint32_t state, int lo) const;
+  int32_t bytes_to_exit(uint32_t state, int lo, CopyMode mode) const;
   size_t size() const { return size_; }
 
  private:
+  // flags_ bits of an automaton state.
+  static constexpr uint8_t kLastWord = 1;    // the last source byte read is a word character
+  static constexpr uint8_t kExitOk = 2;      // a whole-word span may end here
+  static constexpr uint8_t kExtendable = 4;  // some copyable source byte follows (behind a sentinel or not)
+
   int32_t next(int32_t s, uint8_t b) const;
+  // next() by a source byte, through the sentinel the byte classes call for; from the root (nothing
+  // copied), a word character starts behind kWordStart in whole-word mode.
+  int32_t next_source(int32_t s, uint8_t b, CopyMode mode) const;
   std::vector<int32_t> root_next_;     // [256] transitions of the root (-1: none)
   std::vector<int32_t> edge_begin_;    // [n_states + 1] CSR offsets of each state's edges, sorted by byte
   std::vector<uint8_t> edge_byte_;
   std::vector<int32_t> edge_to_;
-  std::vector<uint8_t> extendable_;    // [n_states] some copyable source byte follows
+  std::vector<uint8_t> flags_;         // [n_states] kLastWord | kExitOk | kExtendable
+  std::vector<int32_t> to_word_end_;   // [n_states] fewest word bytes from here to a word end (0: exit ok)
   int32_t min_char_bytes_ = 1 << 20;   // shortest character of the source as written in JSON
+  int32_t min_word_span_bytes_ = 1 << 20;  // shortest whole-word span: a non-word character or a word
   size_t size_ = 0;
 };
 

@@ -332,9 +332,17 @@ class SchemaCompiler {
     POCKET_ASSIGN_OR_RETURN(uint32_t mask, type_mask(s, ptr));
     const bool typed = mask != 0;
     bool copy = false;
+    CopyMode copy_mode = CopyMode::kWords;  // ground_strings and true/"words": whole words
     if (const ojson* c = find(s, "x-pocket-copy")) {
-      if (!c->is_boolean()) return error(ptr, "'x-pocket-copy' must be true or false, not " + dump(*c));
-      copy = c->get<bool>();
+      if (c->is_boolean()) {
+        copy = c->get<bool>();
+      } else if (c->is_string() && (c->get<std::string>() == "words" || c->get<std::string>() == "substring")) {
+        copy = true;
+        if (c->get<std::string>() == "substring") copy_mode = CopyMode::kSubstring;
+      } else {
+        return error(ptr, "'x-pocket-copy' must be true or \"words\" (whole words of the source), \"substring\" (any "
+                          "span) or false, not " + dump(*c));
+      }
       if (copy && typed && (mask & kString) == 0) return error(ptr, "'x-pocket-copy' applies to strings only");
     }
     // Keyword types and impossible bounds are checked whatever the type, so mistakes never pass silently.
@@ -384,7 +392,7 @@ class SchemaCompiler {
       if (bit == kInteger && (mask & kNumber) != 0) continue;
       Expected<GrammarSeq> seq = GrammarSeq{};
       if (bit == kString) {
-        seq = compile_string(grounded, min_len, max_len, ptr);
+        seq = compile_string(grounded, copy_mode, min_len, max_len, ptr);
       } else if (bit == kInteger) {
         seq = compile_integer(lower, upper, ptr);
       } else if (bit == kNumber) {
@@ -467,12 +475,12 @@ class SchemaCompiler {
 
   // ---- Strings ----
 
-  Expected<GrammarSeq> compile_string(bool grounded, const std::optional<int64_t>& min_len,
+  Expected<GrammarSeq> compile_string(bool grounded, CopyMode copy_mode, const std::optional<int64_t>& min_len,
                                       const std::optional<int64_t>& max_len, const std::string& ptr) {
     GrammarSeq seq;
     Grammar::append_bytes(seq, "\"");
     if (grounded) {
-      seq.push_back({ElemKind::kCopy, 1, 0, -1});  // at least one character of the source
+      seq.push_back(copy_elem(1, copy_mode));  // at least one character of the source
     } else {
       const int64_t lo = min_len.value_or(0);
       const int64_t hi = max_len ? *max_len : -1;

@@ -79,6 +79,27 @@ const char* type_of(const json& v) {
   return "an array";
 }
 
+// Word characters of "x-pocket-copy" whole-word spans: ASCII letters and digits (any other byte, every
+// byte of a non-ASCII character included, is a boundary).
+bool word_byte(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+// Does `s` (non-empty) occur in `source` at some place where it neither starts inside a word (its first
+// byte and the byte before it both word characters) nor ends inside one (its last byte and the byte after)?
+bool occurs_as_whole_words(std::string_view source, std::string_view s) {
+  for (size_t at = source.find(s); at != std::string_view::npos; at = source.find(s, at + 1)) {
+    const size_t end = at + s.size();
+    const bool starts_inside = word_byte(s.front()) && at > 0 && word_byte(source[at - 1]);
+    const bool ends_inside = word_byte(s.back()) && end < source.size() && word_byte(source[end]);
+    if (!starts_inside && !ends_inside) return true;
+  }
+  return false;
+}
+
+// What "x-pocket-copy" (or ground_strings) asks of a string.
+enum class Grounding { kNone, kWords, kSubstring, kBadValue };
+
 class Validator {
  public:
   Validator(std::string_view source, bool ground) : source_(source), ground_(ground) {}
@@ -148,19 +169,28 @@ class Validator {
     fail(at, "the schema's type is not a name or a list: " + show(type));
   }
 
-  // Does this string schema require a span of the source?
-  bool grounded(const json& schema) const {
-    if (auto it = schema.find("x-pocket-copy"); it != schema.end()) return it->is_boolean() && it->get<bool>();
-    if (!ground_) return false;
+  // Does this string schema require a span of the source, and which?
+  Grounding grounded(const json& schema) const {
+    if (auto it = schema.find("x-pocket-copy"); it != schema.end()) {
+      if (it->is_boolean()) return it->get<bool>() ? Grounding::kWords : Grounding::kNone;
+      if (*it == "words") return Grounding::kWords;
+      if (*it == "substring") return Grounding::kSubstring;
+      return Grounding::kBadValue;
+    }
+    if (!ground_) return Grounding::kNone;
     const auto t = schema.find("type");
     bool names_string = false;
     if (t != schema.end() && t->is_string()) names_string = t->get<std::string>() == "string";
     if (t != schema.end() && t->is_array()) {
       for (const auto& x : *t) names_string = names_string || (x.is_string() && x.get<std::string>() == "string");
     }
-    if (!names_string || schema.contains("enum") || schema.contains("const") || schema.contains("maxLength")) return false;
-    if (auto m = schema.find("minLength"); m != schema.end() && m->is_number() && as_number(*m) > 1) return false;
-    return true;
+    if (!names_string || schema.contains("enum") || schema.contains("const") || schema.contains("maxLength")) {
+      return Grounding::kNone;
+    }
+    if (auto m = schema.find("minLength"); m != schema.end() && m->is_number() && as_number(*m) > 1) {
+      return Grounding::kNone;
+    }
+    return Grounding::kWords;
   }
 
   void check_string(const json& schema, const std::string& s, const std::string& at) {
@@ -171,11 +201,18 @@ class Validator {
     if (auto it = schema.find("maxLength"); it != schema.end() && it->is_number() && n > as_number(*it)) {
       fail(at, "the string has " + std::to_string(n) + " characters, more than maxLength " + show(*it));
     }
-    if (grounded(schema)) {
+    const Grounding g = grounded(schema);
+    if (g == Grounding::kBadValue) {
+      fail(at, "the schema's 'x-pocket-copy' is " + show(schema["x-pocket-copy"]) +
+                   " (expected true, false, \"words\" or \"substring\")");
+    } else if (g != Grounding::kNone) {
       if (s.empty()) {
         fail(at, "a copied string must not be empty");
       } else if (source_.find(s) == std::string_view::npos) {
         fail(at, show(json(s)) + " is not a span of the source text");
+      } else if (g == Grounding::kWords && !occurs_as_whole_words(source_, s)) {
+        fail(at, show(json(s)) + " occurs in the source text only inside a word (a copied span starts and ends at "
+                 "word boundaries)");
       }
     }
   }

@@ -1,6 +1,7 @@
 // GrammarMatcher at the byte level: prefixes accepted exactly when PCRE2 (partial matching) says they can
 // still match the equivalent regex, on random byte strings; nested brackets against a counter; UTF-8
-// character classes; repeat bounds; COPY spans against std::string::find on the unescaped text.
+// character classes; repeat bounds; COPY spans (any substring) against std::string::find on the unescaped
+// text; whole-word COPY spans against a brute-force scan of every occurrence's boundaries.
 #include "constrain/grammar_matcher.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 namespace pocket {
 namespace {
@@ -26,7 +28,7 @@ GrammarSeq cat(std::initializer_list<GrammarSeq> parts) {
 }
 GrammarSeq ref(int32_t r) { return {{ElemKind::kRule, 0, 0, r}}; }
 GrammarSeq range(uint8_t lo, uint8_t hi) { return {{ElemKind::kBytes, lo, hi, -1}}; }
-GrammarSeq copy_span(int lo) { return {{ElemKind::kCopy, static_cast<uint8_t>(lo), 0, -1}}; }
+GrammarSeq copy_span(int lo, CopyMode mode = CopyMode::kWords) { return {copy_elem(lo, mode)}; }
 
 GrammarMatcher make(Grammar g, int32_t root, std::string_view source = {}) {
   const Status st = g.finalize(root);
@@ -243,10 +245,10 @@ std::string json_content(const std::string& raw) {
   return quoted.substr(1, quoted.size() - 2);
 }
 
-Grammar quoted_copy(int lo, int32_t* root) {
+Grammar quoted_copy(int lo, int32_t* root, CopyMode mode = CopyMode::kSubstring) {
   Grammar g;
   *root = g.add_rule("root");
-  g.add_alt(*root, cat({lit("\""), copy_span(lo), lit("\"")}));
+  g.add_alt(*root, cat({lit("\""), copy_span(lo, mode), lit("\"")}));
   return g;
 }
 
@@ -340,7 +342,7 @@ TEST(GrammarMatcher, CopyFollowedByMoreText) {
   // Two spans separated by a literal that also occurs in the source: the matcher keeps both readings.
   Grammar g;
   const int32_t root = g.add_rule("root");
-  g.add_alt(root, cat({lit("["), copy_span(1), lit(", "), copy_span(1), lit("]")}));
+  g.add_alt(root, cat({lit("["), copy_span(1, CopyMode::kSubstring), lit(", "), copy_span(1, CopyMode::kSubstring), lit("]")}));
   const GrammarMatcher start = make(std::move(g), root, "a, b, c");
   GrammarMatcher m = start;
   ASSERT_TRUE(m.accept_bytes("[a, b, c, b]"));
@@ -371,6 +373,197 @@ TEST(GrammarMatcher, CopySourceLimits) {
   ASSERT_TRUE(ok.has_value()) << ok.status().to_string();
   EXPECT_TRUE(ok->accept_bytes("\"" + max_src.substr(777777, 40) + "\""));
   EXPECT_TRUE(ok->done());
+}
+
+// ---- whole-word COPY spans (CopyMode::kWords) ----
+
+// The rule written directly (independent of the automaton): [A-Za-z0-9] are word characters; `raw` is
+// accepted when it is non-empty and some occurrence in `source` neither starts nor ends inside a word.
+bool word_char(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+bool whole_word_span(const std::string& source, const std::string& raw) {
+  if (raw.empty()) return false;
+  for (size_t at = source.find(raw); at != std::string::npos; at = source.find(raw, at + 1)) {
+    const size_t end = at + raw.size();
+    if (word_char(raw.front()) && at > 0 && word_char(source[at - 1])) continue;
+    if (word_char(raw.back()) && end < source.size() && word_char(source[end])) continue;
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> characters(const std::string& text) {
+  std::vector<std::string> chars;
+  for (size_t i = 0; i < text.size();) {
+    size_t n = 1;
+    while (i + n < text.size() && (static_cast<uint8_t>(text[i + n]) & 0xC0) == 0x80) ++n;
+    chars.push_back(text.substr(i, n));
+    i += n;
+  }
+  return chars;
+}
+
+TEST(GrammarMatcher, WholeWordsExamples) {
+  const std::string source = "Zephyr running shoes, size: EU 36, colour: available in blue. Free returns within 30 "
+                             "days! Price ￥329 (was 59.99), pickup 12:15 pm. 墨绿色款 boots";
+  int32_t root = 0;
+  const GrammarMatcher words = make(quoted_copy(1, &root, CopyMode::kWords), root, source);
+  const GrammarMatcher any = make(quoted_copy(1, &root, CopyMode::kSubstring), root, source);
+  auto accepts = [](const GrammarMatcher& start, const std::string& raw) {
+    GrammarMatcher m = start;
+    return m.accept_bytes("\"" + json_content(raw) + "\"") && m.can_end();
+  };
+  for (const char* ok : {"EU 36", "Zephyr", "12:15 pm", "329", "59.99", "墨绿色", "墨", "款 boots", "blue.", ", size",
+                         ": EU", " ", "(was", "绿"}) {
+    EXPECT_TRUE(accepts(words, ok)) << ok;
+    EXPECT_TRUE(accepts(any, ok)) << ok;
+  }
+  for (const char* bad : {"U 36", "withi", "ble", "boo", "EU 3", "hoes", "ree returns", "9.99", "2:15", "in 3"}) {
+    EXPECT_FALSE(accepts(words, bad)) << bad;
+    EXPECT_TRUE(accepts(any, bad)) << bad;
+  }
+  // "in" is a whole word ("available in blue") though it also occurs inside "running" and "within".
+  EXPECT_TRUE(accepts(words, "in"));
+  // Prefixes inside a word stay open while some occurrence completes the word.
+  GrammarMatcher m = words;
+  ASSERT_TRUE(m.accept_bytes("\"wit"));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_EQ(m.min_rest(), 4);  // "hin", then the closing quote
+  EXPECT_FALSE(m.accept_bytes("\""));
+  GrammarMatcher a = any;
+  ASSERT_TRUE(a.accept_bytes("\"wit"));
+  EXPECT_EQ(a.min_rest(), 1);
+  // A span may not start inside a word: "U" and "ithin" have no occurrence at a word start.
+  GrammarMatcher u = words;
+  EXPECT_FALSE(u.accept_bytes("\"U"));
+  u = words;
+  EXPECT_FALSE(u.accept_bytes("\"ithin"));
+  // The shortest whole-word span here is one byte (a blank or punctuation); before the first byte, a span
+  // of lo = 1 needs it plus the quote.
+  GrammarMatcher empty = words;
+  ASSERT_TRUE(empty.accept_bytes("\""));
+  EXPECT_EQ(empty.min_rest(), 2);
+}
+
+TEST(GrammarMatcher, WholeWordsMinRestCountsTheShortestWord) {
+  // No non-word character and the shortest word is 3 bytes: a lo = 1 span needs 3 bytes.
+  int32_t root = 0;
+  GrammarMatcher m = make(quoted_copy(1, &root, CopyMode::kWords), root, "abc");
+  ASSERT_TRUE(m.accept_bytes("\""));
+  EXPECT_EQ(m.min_rest(), 4);  // "abc" and the closing quote
+  GrammarMatcher c = m;
+  ASSERT_TRUE(c.accept_bytes("ab"));
+  EXPECT_EQ(c.min_rest(), 2);
+  EXPECT_FALSE(m.accept_bytes("b"));
+  ASSERT_TRUE(m.accept_bytes("abc\""));
+  EXPECT_TRUE(m.done());
+}
+
+TEST(GrammarMatcher, WholeWordsEscapes) {
+  const std::string source = "She said \"hi\" to C:\\path/x\nand\ttab";
+  int32_t root = 0;
+  const GrammarMatcher start = make(quoted_copy(1, &root, CopyMode::kWords), root, source);
+  auto accepts = [&](const std::string& text) {
+    GrammarMatcher m = start;
+    return m.accept_bytes(text) && m.can_end();
+  };
+  EXPECT_TRUE(accepts(R"("said \"hi\"")"));
+  EXPECT_TRUE(accepts(R"("\"hi\" to")"));
+  EXPECT_TRUE(accepts(R"("\"")"));
+  EXPECT_FALSE(accepts(R"("aid \"hi")"));
+  EXPECT_FALSE(accepts(R"("said \"h")"));
+  EXPECT_TRUE(accepts(R"("C:\\path\/x")"));
+  EXPECT_TRUE(accepts(R"("\\path")"));
+  EXPECT_FALSE(accepts(R"("\\pat")"));
+  EXPECT_TRUE(accepts(R"("x\nand\ttab")"));
+  EXPECT_FALSE(accepts(R"("x\nan")"));
+  GrammarMatcher esc = start;
+  ASSERT_TRUE(esc.accept_bytes("\"said \\"));
+  EXPECT_EQ(esc.min_rest(), 2);
+  EXPECT_FALSE(esc.accept_bytes("n"));  // no newline follows "said "
+}
+
+// Random sources of ASCII words, punctuation and CJK: the matcher accepts exactly the strings the brute
+// force accepts, and a prefix of JSON content exactly when some accepted span's content extends it.
+TEST(GrammarMatcher, WholeWordsAgreeWithBruteForceOnRandomSources) {
+  const std::vector<std::string> words = {"a", "an", "in", "tin", "within", "EU", "U", "36", "3", "6", "bl",
+                                          "blue", "available", "boots", "boo", "x9", "9x", "Zephyr"};
+  const std::vector<std::string> seps = {" ", " ", ", ", ".", "-", ":", "/", "\"", "\\", "\n", "中", "文",
+                                         "墨绿色", "￥", "é", "_"};
+  std::mt19937 rng(21);
+  int accepted = 0, refused = 0, prefixes = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    std::string source;
+    const int n = 4 + static_cast<int>(rng() % 10);
+    for (int i = 0; i < n; ++i) {
+      // Mostly words between separators, sometimes two words run together ("tinboots").
+      source += words[rng() % words.size()];
+      if (rng() % 5 != 0) source += seps[rng() % seps.size()];
+    }
+    int32_t root = 0;
+    const GrammarMatcher start = make(quoted_copy(1, &root, CopyMode::kWords), root, source);
+    const std::vector<std::string> chars = characters(source);
+    // Every accepted span's JSON content, by brute force over all character-boundary substrings.
+    std::set<std::string> contents;
+    for (size_t i = 0; i < chars.size(); ++i) {
+      std::string raw;
+      for (size_t j = i; j < chars.size(); ++j) {
+        raw += chars[j];
+        if (whole_word_span(source, raw)) contents.insert(json_content(raw));
+      }
+    }
+    std::vector<std::string> pool = chars;
+    pool.insert(pool.end(), {"Z", "q", "é", "a", "3"});
+    for (int t = 0; t < 300; ++t) {
+      std::string raw;
+      if (rng() % 2 == 0) {  // a substring of the source, often not whole words
+        const size_t i = rng() % chars.size();
+        const size_t len = 1 + rng() % 8;
+        for (size_t j = i; j < std::min(chars.size(), i + len); ++j) raw += chars[j];
+      } else {
+        const int len = 1 + static_cast<int>(rng() % 4);
+        for (int k = 0; k < len; ++k) raw += pool[rng() % pool.size()];
+      }
+      const bool want = whole_word_span(source, raw);
+      ASSERT_EQ(want, contents.count(json_content(raw)) > 0) << raw;
+      GrammarMatcher m = start;
+      const bool got = m.accept_bytes("\"" + json_content(raw) + "\"") && m.can_end();
+      ASSERT_EQ(got, want) << "'" << raw << "' in '" << source << "'";
+      (want ? accepted : refused)++;
+      // Every byte prefix of the content: accepted iff some accepted span's content starts with it.
+      const std::string content = json_content(raw);
+      for (size_t k = 1; k <= content.size(); ++k) {
+        const std::string p = content.substr(0, k);
+        auto extends = [&](const std::string& q) {
+          auto it = contents.lower_bound(q);
+          return it != contents.end() && it->compare(0, q.size(), q) == 0;
+        };
+        // A trailing backslash may also begin "\/", which json_content never writes but JSON allows.
+        const bool viable = extends(p) || (p.back() == '\\' && extends(p.substr(0, p.size() - 1) + "/"));
+        GrammarMatcher pm = start;
+        ASSERT_EQ(pm.accept_bytes("\"" + p), viable) << "prefix '" << p << "' in '" << source << "'";
+        ++prefixes;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 1500);
+  EXPECT_GT(refused, 1500);
+  EXPECT_GT(prefixes, 20000);
+}
+
+TEST(GrammarMatcher, WholeWordsAndSubstringsInOneGrammar) {
+  // One source serves both modes: [whole words, any substring].
+  Grammar g;
+  const int32_t root = g.add_rule("root");
+  g.add_alt(root, cat({lit("["), copy_span(1, CopyMode::kWords), lit("|"), copy_span(1, CopyMode::kSubstring), lit("]")}));
+  const GrammarMatcher start = make(std::move(g), root, "within 30 days");
+  auto accepts = [&](const std::string& text) {
+    GrammarMatcher m = start;
+    return m.accept_bytes(text) && m.can_end();
+  };
+  EXPECT_TRUE(accepts("[within|ithi]"));
+  EXPECT_TRUE(accepts("[30 days|0 da]"));
+  EXPECT_FALSE(accepts("[ithi|within]"));
+  EXPECT_FALSE(accepts("[30 d|30]"));
 }
 
 TEST(GrammarMatcher, RefusesUnfinalizedGrammar) {
