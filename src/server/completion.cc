@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "server/stop_matcher.h"
+#include "task/task.h"
 #include "tokenizer/chat_template.h"
 
 namespace pocket::server {
@@ -61,8 +62,16 @@ Expected<PreparedCompletion> prepare_completion(const Model& model, int64_t n_ct
     go.n_predict = static_cast<int32_t>(std::min(max_tokens_limit, n_ctx - n_prompt));
   }
   if (req.format != ResponseFormat::kText) {
-    return unsupported("[server] response_format json_object/json_schema needs the task layer's constrained "
-                       "decoding, which this build does not have yet");
+    // The task layer's constrained decoding: every token keeps the output a prefix of a JSON value of the
+    // schema (json_object: any object). "x-pocket-copy" strings must be spans of what the user wrote.
+    std::string source;
+    for (const ChatMessage& m : req.messages) {
+      if (m.role == "user") source += m.content + "\n";
+    }
+    const std::string_view schema = req.format == ResponseFormat::kJsonObject ? std::string_view() : req.schema_json;
+    auto c = make_json_constraint(model, schema, source);
+    if (!c) return Status(c.status().code(), "[server] response_format: " + c.status().message());
+    p.constraint = std::move(*c);
   }
   p.stop = req.stop;
   return p;

@@ -29,8 +29,8 @@ struct PreparedCompletion {
 
 // Renders and tokenises the request and sizes the generation. Errors (all 400s): a chat the package's
 // template rejects, a prompt that does not fit in `n_ctx` (kContextExceeded), max_tokens above
-// `max_tokens_limit`, or prompt + max_tokens past the context (kContextExceeded). A response_format other
-// than text is kUnsupported until the task layer's constrained decoding is built in.
+// `max_tokens_limit`, prompt + max_tokens past the context (kContextExceeded), a response_format schema
+// the task layer's constrained decoding cannot compile (malformed, an unsupported keyword, impossible).
 Expected<PreparedCompletion> prepare_completion(const Model& model, int64_t n_ctx, const CompletionRequest& req,
                                                 int64_t max_tokens_limit);
 

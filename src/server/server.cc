@@ -15,6 +15,7 @@
 #include "server/connection_probe.h"
 #include "server/openai_request.h"
 #include "server/session_pool.h"
+#include "task/task.h"
 
 namespace pocket::server {
 
@@ -201,9 +202,49 @@ void Server::Impl::completion(const httplib::Request& hreq, httplib::Response& r
       [state](bool) { state->lease.release(); });
 }
 
-void Server::Impl::task(const httplib::Request&, httplib::Response& res) {
-  send_error(res, server_error(501, "not_implemented",
-                               "POST /v1/pocket/task needs the task layer (src/task), which this build does not have yet"));
+void Server::Impl::task(const httplib::Request& hreq, httplib::Response& res) {
+  const auto t0 = Clock::now();
+  json checked;
+  ApiError err;
+  if (!parse_json_body(hreq.body, opts.max_json_depth, &checked, &err)) return send_error(res, err);
+  // Parsed again keeping key order: an extraction's schema properties come out in the order written.
+  nlohmann::ordered_json request;
+  try {
+    request = nlohmann::ordered_json::parse(hreq.body);
+  } catch (const std::exception& e) {
+    return send_error(res, server_error(400, "", std::string("the request body is not valid JSON: ") + e.what()));
+  }
+  if (request.is_object()) {
+    if (auto it = request.find("max_tokens"); it != request.end() && it->is_number_integer() &&
+                                              it->get<int64_t>() > opts.max_tokens) {
+      ApiError e = server_error(400, "", "'max_tokens' is " + it->dump() + "; this server allows at most " +
+                                             std::to_string(opts.max_tokens) + " (--max-tokens)");
+      e.param = "max_tokens";
+      return send_error(res, e);
+    }
+  }
+  ConnectionProbe probe(hreq.local_addr, hreq.local_port, hreq.remote_addr, hreq.remote_port);
+  SessionPool::Lease lease;
+  if (!acquire(hreq, res, probe, &lease)) return;
+  const double queue_ms = ms_since(t0);
+  // A task has no per-token callback: a watcher polls the connection and raises the cancel flag.
+  std::atomic<bool> finished{false};
+  std::atomic<bool>& cancel = lease.cancel();
+  std::thread watcher([&] {
+    while (!finished.load() && !cancel.load()) {
+      if (!probe.alive()) cancel.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto out = run_task(lease.session(), request, &cancel);
+  finished.store(true);
+  watcher.join();
+  lease.release();
+  count(out ? Status::ok() : out.status());
+  if (!out) return send_error(res, api_error_from(out.status()));
+  (*out)["timings"] = {{"queue_ms", queue_ms}, {"total_ms", ms_since(t0)}};
+  res.status = 200;
+  res.set_content(out->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace), "application/json");
 }
 
 void Server::Impl::routes() {

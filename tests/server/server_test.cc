@@ -1,7 +1,8 @@
 // The server over real HTTP on 127.0.0.1 (an ephemeral port), driven by cpp-httplib's client and raw
 // sockets: results equal a direct Session run, streaming equals non-streaming, error bodies are OpenAI's
 // shape, auth, 413/404/400s, busy 503 with Retry-After, a dropped client frees its slot, bad bytes and
-// a thousand dropped connections leave the server serving, and shutdown returns promptly.
+// a thousand dropped connections leave the server serving, shutdown returns promptly, response_format
+// gives JSON of the schema, and /v1/pocket/task runs the task layer.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -411,6 +412,70 @@ TEST(Server, ShutdownCancelsLongRequestsWithinTheBound) {
   EXPECT_LT(ms, 3000.0);
   EXPECT_EQ(status, 503);  // cancelled: told so, not left hanging
   srv.reset();
+}
+
+TEST(Server, ResponseFormatJsonSchemaAndJsonObject) {
+  POCKET_REQUIRE_NANO(model);
+  Running srv(model, ServerOptions{});
+  auto c = srv.client();
+  const json schema = {{"type", "object"},
+                       {"properties", {{"name", {{"type", "string"}}}, {"price", {{"type", "number"}}}}},
+                       {"required", {"name", "price"}},
+                       {"additionalProperties", false}};
+  json body = {{"messages", {{{"role", "user"}, {"content", "提取JSON：黑色保温杯，品牌山泉，￥89。"}}}},
+               {"temperature", 0},
+               {"max_tokens", 64},
+               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "product"}, {"schema", schema}}}}}};
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  // The content is JSON of the schema: an object with exactly a string name and a number price.
+  const json value = parse(j["choices"][0]["message"]["content"].get<std::string>());
+  ASSERT_TRUE(value.is_object()) << value;
+  EXPECT_EQ(value.size(), 2u) << value;
+  EXPECT_TRUE(value["name"].is_string()) << value;
+  EXPECT_TRUE(value["price"].is_number()) << value;
+
+  body["response_format"] = {{"type", "json_object"}};
+  body["messages"][0]["content"] = "你好";
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_TRUE(parse(parse(r->body)["choices"][0]["message"]["content"].get<std::string>()).is_object()) << r->body;
+
+  body["response_format"] = {{"type", "json_schema"},
+                             {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}, {"patternProperties", {{"a", 1}}}}}}}};
+  expect_error_shape(c.Post("/v1/chat/completions", body.dump(), "application/json"), 400);
+}
+
+TEST(Server, PocketTaskEndpoint) {
+  POCKET_REQUIRE_NANO(model);
+  Running srv(model, ServerOptions{});
+  auto c = srv.client();
+  auto r = c.Post("/v1/pocket/task",
+                  R"({"task":"classify","text":"帮我订一张明天去上海的机票","labels":["travel","weather","music"]})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = parse(r->body);
+  double total = 0;
+  for (const json& l : j["labels"]) total += l["probability"].get<double>();
+  EXPECT_NEAR(total, 1.0, 1e-6) << r->body;
+  EXPECT_TRUE(j.contains("timings"));
+  r = c.Post("/v1/pocket/task", R"({"task":"redact","text":"电话 13812345678，邮箱 a.b@example.com","model":false})",
+             "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = parse(r->body);
+  const std::string text = j["text"];
+  EXPECT_EQ(text.find("13812345678"), std::string::npos) << text;
+  EXPECT_EQ(text.find("a.b@example.com"), std::string::npos) << text;
+  expect_error_shape(c.Post("/v1/pocket/task", R"({"task":"classify","text":"x","labelz":["a"]})", "application/json"),
+                     400);
+  expect_error_shape(c.Post("/v1/pocket/task", R"({"task":"summon","text":"x"})", "application/json"), 400);
+  expect_error_shape(c.Post("/v1/pocket/task", "{\"task\":", "application/json"), 400);
 }
 
 }  // namespace
