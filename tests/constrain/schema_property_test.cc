@@ -1,9 +1,9 @@
 // Property test of the JSON-schema path end to end: random schemas of the supported subset (nesting, bounds,
-// enums, required sets, x-pocket-copy over a random English/Chinese source, ground_strings) compiled,
-// constrained over a vocabulary (a synthetic byte-level one with merged structural tokens, pocket-nano's,
-// Qwen3's) and sampled from random logits within a token limit: every output must parse as JSON and pass
-// the independent validator. Also: an impossible bound or an unsupported keyword injected at a random place
-// is refused with that place's JSON pointer.
+// enums, required sets, x-pocket-copy as whole words or any span over a random English/Chinese source,
+// ground_strings) compiled, constrained over a vocabulary (a synthetic byte-level one with merged structural
+// tokens, pocket-nano's, Qwen3's) and sampled from random logits within a token limit: every output must parse
+// as JSON and pass the independent validator. Also: an impossible bound or an unsupported keyword injected at
+// a random place is refused with that place's JSON pointer.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -83,7 +83,8 @@ class SchemaGen {
   ordered_json string() {
     ordered_json s{{"type", "string"}};
     if (copy_allowed_ && chance(30)) {
-      s["x-pocket-copy"] = true;
+      static const ordered_json kModes[] = {true, "words", "substring"};  // whole words (default) or any span
+      s["x-pocket-copy"] = kModes[pick(3)];
       if (chance(20)) s["minLength"] = 1;
       return s;
     }
@@ -323,7 +324,8 @@ void run_generations(const std::shared_ptr<const VocabIndex>& vocab, int32_t eos
     if (stats->examples.size() < 3 && out.bytes.size() > 40) stats->examples.push_back(out.bytes);
     stats->objects += value.is_object();
     stats->by_limit += !out.done && !out.eos;
-    stats->copied += schema_text.find("x-pocket-copy\":true") != std::string::npos || ground;
+    stats->copied += schema_text.find("x-pocket-copy\":true") != std::string::npos ||
+                     schema_text.find("x-pocket-copy\":\"") != std::string::npos || ground;
   }
 }
 
