@@ -1,5 +1,5 @@
 // parse_gbnf: the syntax (literals and escapes, classes, '.', groups, every repetition form, comments, rules
-// over several lines, copy spans) checked by what the grammar accepts; random grammars against PCRE2 on
+// over several lines, copy spans: copy whole words, copy-any any substring) checked by what the grammar accepts; random grammars against PCRE2 on
 // random strings; every error with its line:column; the size, nesting and repetition limits.
 #include "constrain/gbnf.h"
 
@@ -143,6 +143,30 @@ TEST(Gbnf, CopySpans) {
   EXPECT_FALSE(accepts(g, R"({"item":"","note":""})", source));        // copy+ needs a character
   EXPECT_FALSE(accepts(g, R"({"item":"Acne","note":""})", source));    // not in the source
   EXPECT_FALSE(accepts(g, R"({"item":"2 "Acme","note":""})", source)); // a quote must be escaped
+}
+
+TEST(Gbnf, CopyIsWholeWordsAndCopyAnyAnySubstring) {
+  const std::string source = "size: EU 36, free returns within 30 days, 墨绿色";
+  const Grammar words = parse_ok(R"(root ::= "\"" copy+ "\"")");
+  const Grammar any = parse_ok(R"(root ::= "\"" copy-any+ "\"")");
+  for (const char* ok : {"\"EU 36\"", "\"within\"", "\"30 days, 墨\"", "\"绿\"", "\", \""}) {
+    EXPECT_TRUE(accepts(words, ok, source)) << ok;
+    EXPECT_TRUE(accepts(any, ok, source)) << ok;
+  }
+  for (const char* cut : {"\"U 36\"", "\"withi\"", "\"ize\"", "\"EU 3\""}) {
+    EXPECT_FALSE(accepts(words, cut, source)) << cut;
+    EXPECT_TRUE(accepts(any, cut, source)) << cut;
+  }
+  EXPECT_FALSE(accepts(any, "\"\"", source));  // copy-any+ needs a character
+  // copy-any without '+' may be empty; both in one grammar; a longer name is an ordinary rule.
+  const Grammar both = parse_ok("root ::= copy-any \"|\" copy copy-anything\ncopy-anything ::= \"!\"");
+  EXPECT_TRUE(accepts(both, "|!", source));
+  EXPECT_TRUE(accepts(both, "ree|free!", source));
+  EXPECT_FALSE(accepts(both, "free|ree!", source));
+  EXPECT_EQ(error_of("root ::= copy-any?"),
+            "[gbnf] 1:18: copy-any takes no repetition other than '+' (copy-any+: at least one character)");
+  EXPECT_EQ(error_of("root ::= \"a\"\ncopy-any ::= \"a\""),
+            "[gbnf] 2:1: 'copy-any' is reserved (the copy-from-source terminal); rename the rule");
 }
 
 TEST(Gbnf, JsonGrammar) {

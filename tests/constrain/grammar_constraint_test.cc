@@ -15,6 +15,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "constrain/json_validate.h"
 #include "constrain/random_generation.h"
 #include "constrain/test_grammars.h"
 #include "format/package.h"
@@ -171,6 +172,17 @@ TEST(GrammarConstraint, SmallVocabCopyMasksEqualBruteForce) {
   EXPECT_GT(compare_walks(cg, kSource, 20, 30, 25, 200), 100);
 }
 
+// A word-rich source and tokens that start or end inside its words (" 36", "U", "hin", "ilable", ...).
+const std::string kWordSource = "Free returns within 30 days, size: EU 36, colour: available in blue (was 59.99). 墨绿色";
+std::vector<std::string> word_vocab() {
+  std::vector<std::string> v = small_vocab();
+  for (unsigned char c : std::string("墨绿色")) v.push_back(std::string(1, static_cast<char>(c)));
+  v.insert(v.end(), {"with", "within", "in", "hin", "it", " 30", "30", "EU", "U", " 36", "36", "ava", "ilable", "available",
+                     "blue", "bl", "ble", "墨绿", "色", "Free", "ree", " days", "day", "s,", "59", ".99", "9.", " in",
+                     "in blue", "EU 3", "\", \"n\": 3", "ue", "returns"});
+  return v;
+}
+
 int32_t token_id(const std::vector<std::string>& v, std::string_view bytes) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] == bytes) return static_cast<int32_t>(i);
@@ -209,6 +221,40 @@ TEST(GrammarConstraint, TokensCrossingStructuralBoundaries) {
   EXPECT_FALSE(allowed_after({"{\"", "name", "\":\"", "\xE4\xB8"}, "\""));
 }
 
+TEST(GrammarConstraint, WholeWordTokens) {
+  const auto tokens = word_vocab();
+  auto vocab = VocabIndex::from_tokens(tokens);
+  auto cg = compile(json_copy_grammar(), vocab);
+  auto allowed_after = [&](const std::vector<std::string>& prefix, std::string_view token) {
+    auto c = cg->start(kWordSource);
+    EXPECT_TRUE((*c)->accept(token_id(tokens, "{\"")).is_ok());
+    EXPECT_TRUE((*c)->accept(token_id(tokens, "quote")).is_ok());
+    EXPECT_TRUE((*c)->accept(token_id(tokens, "\": \"")).is_ok());
+    for (const std::string& t : prefix) EXPECT_TRUE((*c)->accept(token_id(tokens, t)).is_ok()) << t;
+    std::vector<uint64_t> bits;
+    EXPECT_TRUE(static_cast<GrammarConstraint*>(c->get())->allowed(-1, &bits).is_ok());
+    const int32_t id = token_id(tokens, token);
+    return ((bits[static_cast<size_t>(id) / 64] >> (id % 64)) & 1u) != 0;
+  };
+  EXPECT_TRUE(allowed_after({}, "EU"));
+  EXPECT_TRUE(allowed_after({}, " 36"));      // a span may start with a blank
+  EXPECT_TRUE(allowed_after({}, "in blue"));
+  EXPECT_FALSE(allowed_after({}, "U"));        // only inside "EU"
+  EXPECT_FALSE(allowed_after({}, "hin"));
+  EXPECT_FALSE(allowed_after({}, "ilable"));
+  EXPECT_TRUE(allowed_after({}, "with"));      // "within" goes on
+  EXPECT_TRUE(allowed_after({"with"}, "in"));
+  EXPECT_FALSE(allowed_after({"with"}, "\", \"n\": "));  // "with" is not a word of the source
+  EXPECT_TRUE(allowed_after({"within"}, "\", \"n\": "));
+  EXPECT_TRUE(allowed_after({"EU"}, " 36"));
+  EXPECT_TRUE(allowed_after({"EU", " 36"}, "\", \"n\": 3"));
+  EXPECT_TRUE(allowed_after({"EU"}, "\", \"n\": 3"));
+  EXPECT_TRUE(allowed_after({}, "EU 3"));     // a prefix of "EU 36"
+  EXPECT_FALSE(allowed_after({"EU 3"}, "\", \"n\": "));
+  EXPECT_TRUE(allowed_after({"EU 3"}, "6"));
+  EXPECT_TRUE(allowed_after({"墨绿"}, "\", \"n\": "));  // every CJK character is a boundary
+}
+
 TEST(GrammarConstraint, CopyTokensCrossTheSpanEnd) {
   const auto tokens = small_vocab();
   auto vocab = VocabIndex::from_tokens(tokens);
@@ -236,8 +282,13 @@ TEST(GrammarConstraint, CopyTokensCrossTheSpanEnd) {
 }
 
 // Under a token limit, random generations always finish the grammar, and the result parses as JSON.
+// With `check_quote`, the "quote" must pass validate_json's copy rule for `mode` (written apart from the
+// automaton: an occurrence of the span whose ends are word boundaries, or any occurrence).
 void check_limits(const std::shared_ptr<CompiledGrammar>& cg, std::string_view source, int32_t n_vocab, int32_t eos,
-                  int32_t min_limit, int32_t max_limit, int seeds, bool check_quote) {
+                  int32_t min_limit, int32_t max_limit, int seeds, bool check_quote, CopyMode mode = CopyMode::kWords) {
+  const auto quote_schema = nlohmann::json::parse(std::string(R"({"type":"object","properties":{"quote":{"type":"string",
+      "x-pocket-copy":)") + (mode == CopyMode::kWords ? "true" : "\"substring\"") + R"(},"n":{"type":"integer"}},
+      "required":["quote","n"],"additionalProperties":false})");
   for (int32_t limit = min_limit; limit <= max_limit; limit += std::max(1, (max_limit - min_limit) / 6)) {
     for (int s = 0; s < seeds; ++s) {
       auto c = cg->start(source);
@@ -256,6 +307,8 @@ void check_limits(const std::shared_ptr<CompiledGrammar>& cg, std::string_view s
         EXPECT_FALSE(q.empty());
         EXPECT_NE(std::string(source).find(q), std::string::npos) << "'" << q << "' is not in the source";
         EXPECT_TRUE(j["n"].is_number_integer());
+        const std::vector<std::string> errors = validate_json(quote_schema, j, source);
+        EXPECT_TRUE(errors.empty()) << errors[0] << " in " << r.bytes;
       } else {
         ASSERT_TRUE(j.contains("name") && j.contains("age")) << r.bytes;
         EXPECT_TRUE(j["name"].is_string());
@@ -279,6 +332,22 @@ TEST(GrammarConstraint, TokenLimitAlwaysLeavesRoomToFinish) {
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(st.message().find("[grammar]"), std::string::npos) << st.message();
   EXPECT_FALSE((*c)->mask(logits.data(), vocab->n_vocab(), 0).is_ok());
+}
+
+TEST(GrammarConstraint, SmallVocabSubstringCopyMasksEqualBruteForce) {
+  auto vocab = VocabIndex::from_tokens(small_vocab());
+  auto cg = compile(json_copy_grammar(CopyMode::kSubstring), vocab);
+  EXPECT_GT(compare_walks(cg, kSource, 40, 30, -1, 3), 300);
+  EXPECT_GT(compare_walks(cg, kSource, 20, 30, 25, 300), 100);
+  check_limits(cg, kSource, vocab->n_vocab(), 0, 23, 50, 8, true, CopyMode::kSubstring);
+}
+
+TEST(GrammarConstraint, WholeWordMasksEqualBruteForce) {
+  auto vocab = VocabIndex::from_tokens(word_vocab());
+  auto cg = compile(json_copy_grammar(), vocab);
+  EXPECT_GT(compare_walks(cg, kWordSource, 60, 30, -1, 4), 400);
+  EXPECT_GT(compare_walks(cg, kWordSource, 30, 30, 24, 400), 150);
+  check_limits(cg, kWordSource, vocab->n_vocab(), 0, 23, 50, 10, true);
 }
 
 TEST(GrammarConstraint, MaskSetsMinusInfinityAndKeepsTheRest) {

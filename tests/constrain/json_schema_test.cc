@@ -74,6 +74,38 @@ TEST(JsonSchema, ExtractionSchema) {
   EXPECT_FALSE(c.accepts(R"({"name":"AirPods",})"));
 }
 
+TEST(JsonSchema, CopyModes) {
+  const std::string source = "Zephyr runner, size: EU 36 — free returns within 30 days";
+  auto schema = [](const std::string& copy) {
+    return R"({"type":"object","properties":{"v":{"type":"string","x-pocket-copy":)" + copy + "}}}";
+  };
+  const Compiled words(schema("true"), {}, source), words2(schema("\"words\""), {}, source);
+  const Compiled any(schema("\"substring\""), {}, source);
+  const Compiled grounded(R"({"type":"object","properties":{"v":{"type":"string"}}})", {.ground_strings = true}, source);
+  for (const char* ok : {"EU 36", "Zephyr", "within 30", " — ", "runner,"}) {
+    const std::string text = std::string(R"({"v":")") + ok + "\"}";
+    EXPECT_TRUE(words.accepts(text)) << ok;
+    EXPECT_TRUE(words2.accepts(text)) << ok;
+    EXPECT_TRUE(grounded.accepts(text)) << ok;
+    EXPECT_TRUE(any.accepts(text)) << ok;
+  }
+  for (const char* cut : {"U 36", "withi", "ephyr", "3"}) {
+    const std::string text = std::string(R"({"v":")") + cut + "\"}";
+    EXPECT_FALSE(words.accepts(text)) << cut;
+    EXPECT_FALSE(words2.accepts(text)) << cut;
+    EXPECT_FALSE(grounded.accepts(text)) << cut;
+    EXPECT_TRUE(any.accepts(text)) << cut;  // "substring": the old behaviour
+  }
+  EXPECT_EQ(error_of(schema("\"word\"")),
+            "[json-schema] 'x-pocket-copy' must be true or \"words\" (whole words of the source), \"substring\" (any "
+            "span) or false, not \"word\" at /properties/v");
+  EXPECT_EQ(error_of(schema("1")),
+            "[json-schema] 'x-pocket-copy' must be true or \"words\" (whole words of the source), \"substring\" (any "
+            "span) or false, not 1 at /properties/v");
+  EXPECT_EQ(error_of(R"({"type":"integer","x-pocket-copy":"substring"})"),
+            "[json-schema] 'x-pocket-copy' applies to strings only at the root");
+}
+
 TEST(JsonSchema, EveryOptionalSubsetHasItsCommas) {
   // Five properties, the third required: every subset containing it, in order, and nothing else.
   const std::string schema = R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},

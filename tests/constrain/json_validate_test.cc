@@ -107,6 +107,31 @@ TEST(JsonValidate, MessagesNameThePlace) {
             "(root): the schema's keyword 'format' is not supported");
 }
 
+TEST(JsonValidate, CopiedStringsAreWholeWordsUnlessSubstring) {
+  const std::string source = "Free returns within 30 days, size: EU 36, ￥329 — in blue";
+  const json words = json::parse(R"({"type":"string","x-pocket-copy":true})");
+  const json words2 = json::parse(R"({"type":"string","x-pocket-copy":"words"})");
+  const json any = json::parse(R"({"type":"string","x-pocket-copy":"substring"})");
+  const json plain = json::parse(R"({"type":"string"})");
+  for (const char* ok : {"EU 36", "329", "￥329", "within", "in", "in blue", ", size", "—"}) {
+    EXPECT_TRUE(validate_json(words, ok, source).empty()) << ok;
+    EXPECT_TRUE(validate_json(words2, ok, source).empty()) << ok;
+    EXPECT_TRUE(validate_json(plain, ok, source, true).empty()) << ok;  // ground_strings: whole words
+    EXPECT_TRUE(validate_json(any, ok, source).empty()) << ok;
+  }
+  // "in" occurs inside "within" but also as a word; "ithin", "U 36", "blu", "ree" only inside words.
+  for (const char* cut : {"ithin", "U 36", "blu", "ree", "3", "ys, si"}) {
+    ASSERT_EQ(validate_json(words, cut, source).size(), 1u) << cut;
+    EXPECT_EQ(validate_json(words, cut, source)[0], "(root): " + json(cut).dump() +
+                                                        " occurs in the source text only inside a word (a copied span "
+                                                        "starts and ends at word boundaries)");
+    EXPECT_FALSE(validate_json(plain, cut, source, true).empty()) << cut;
+    EXPECT_TRUE(validate_json(any, cut, source).empty()) << cut;
+  }
+  EXPECT_EQ(validate_json(json::parse(R"({"type":"string","x-pocket-copy":"yes"})"), "in", source)[0],
+            "(root): the schema's 'x-pocket-copy' is \"yes\" (expected true, false, \"words\" or \"substring\")");
+}
+
 TEST(JsonValidate, MalformedSchemasAreReportedNotThrown) {
   // Keywords of the wrong type are not crashes; deep schemas are bounded.
   for (const char* s : {R"({"type":5})", R"({"enum":3})", R"({"anyOf":{}})", R"({"items":[1]})", R"({"required":"a"})",

@@ -60,12 +60,12 @@ inline Grammar json_object_grammar() {
   return g;
 }
 
-// {"quote": "<a span of the source>", "n": integer}
-inline Grammar json_copy_grammar() {
+// {"quote": "<a span of the source: whole words, or any substring>", "n": integer}
+inline Grammar json_copy_grammar(CopyMode mode = CopyMode::kWords) {
   Grammar g;
   const int32_t root = g.add_rule("root");
   const JsonRules j = json_rules(g);
-  g.add_alt(root, g_cat({g_lit("{\"quote\": \""), {{ElemKind::kCopy, 1, 0, -1}}, g_lit("\", \"n\": "), g_ref(j.integer),
+  g.add_alt(root, g_cat({g_lit("{\"quote\": \""), {copy_elem(1, mode)}, g_lit("\", \"n\": "), g_ref(j.integer),
                          g_lit("}")}));
   Status st = g.finalize(root);
   (void)st;
