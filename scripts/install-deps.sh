@@ -6,7 +6,7 @@ pkgs=(build-essential cmake ninja-build pkg-config
       googletest libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libxxhash-dev libzstd-dev libpcre2-dev libutf8proc-dev
       # pocket serve: the HTTP library; its tests drive it with the openai npm package
-      libcpp-httplib-dev nodejs npm)
+      libcpp-httplib-dev nodejs npm curl)
 if [ "${1:-}" = "--all" ]; then
   pkgs+=(clang libclang-rt-14-dev g++-aarch64-linux-gnu qemu-user-static
          libtorch-dev libgloo-dev libopenblas0-pthread gnuplot-nox

@@ -3,6 +3,7 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdio>
@@ -338,6 +339,12 @@ Expected<std::unique_ptr<Server>> Server::create(std::shared_ptr<const Model> mo
   // requests (health, models, 503s) while every session is busy.
   const size_t n_threads = static_cast<size_t>(opts.n_parallel) + static_cast<size_t>(opts.max_queue) + 4;
   impl->http.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently share
+  // its connections; SO_REUSEADDR alone still allows a restart while old connections sit in TIME_WAIT.
+  impl->http.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   impl->http.set_payload_max_length(opts.max_body_bytes);
   impl->http.set_read_timeout(opts.read_timeout_s, 0);
   impl->http.set_write_timeout(opts.read_timeout_s, 0);
