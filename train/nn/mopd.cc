@@ -231,7 +231,10 @@ Expected<std::vector<TaskExample>> read_task_files(const std::vector<std::string
 Expected<MopdSummary> mopd_impl(const MopdConfig& mc, const DistOptions& dist) {
   TrainConfig cfg = mc.train;
   cfg.stage = Stage::kSft;
-  if (cfg.init_from.empty() && !has_checkpoint(cfg.out_dir)) return invalid_argument("[mopd] no student given (--student CKPT)");
+  if (cfg.init_from.empty()) {
+    if (!has_checkpoint(cfg.out_dir)) return invalid_argument("[mopd] no student given (--student CKPT)");
+    cfg.init_from = cfg.out_dir;  // resuming: the model comes from the run's own checkpoint
+  }
   POCKET_RETURN_IF_ERROR(cfg.validate());
   if (mc.max_new_tokens < 1) return invalid_argument("[mopd] max_new_tokens must be >= 1");
   if (!(mc.temperature >= 0)) return invalid_argument("[mopd] temperature must be >= 0");
