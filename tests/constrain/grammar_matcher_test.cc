@@ -483,12 +483,16 @@ TEST(GrammarMatcher, WholeWordsEscapes) {
 }
 
 // Random sources of ASCII words, punctuation and CJK: the matcher accepts exactly the strings the brute
-// force accepts, and a prefix of JSON content exactly when some accepted span's content extends it.
+// force accepts, and a prefix of JSON content exactly when some accepted span's content extends it. The
+// sources also hold raw 0x01 and 0x02 (the automaton's sentinel bytes): JSON content cannot copy those
+// controls, and they must not be taken for word boundaries.
 TEST(GrammarMatcher, WholeWordsAgreeWithBruteForceOnRandomSources) {
   const std::vector<std::string> words = {"a", "an", "in", "tin", "within", "EU", "U", "36", "3", "6", "bl",
                                           "blue", "available", "boots", "boo", "x9", "9x", "Zephyr"};
   const std::vector<std::string> seps = {" ", " ", ", ", ".", "-", ":", "/", "\"", "\\", "\n", "中", "文",
-                                         "墨绿色", "￥", "é", "_"};
+                                         "墨绿色", "￥", "é", "_", "\x01", "\x02"};
+  // Raw controls other than \b \f \n \r \t have no JSON escape that the copy terminal accepts.
+  auto copyable = [](const std::string& raw) { return raw.find_first_of(std::string("\x01\x02", 2)) == std::string::npos; };
   std::mt19937 rng(21);
   int accepted = 0, refused = 0, prefixes = 0;
   for (int trial = 0; trial < 30; ++trial) {
@@ -508,7 +512,7 @@ TEST(GrammarMatcher, WholeWordsAgreeWithBruteForceOnRandomSources) {
       std::string raw;
       for (size_t j = i; j < chars.size(); ++j) {
         raw += chars[j];
-        if (whole_word_span(source, raw)) contents.insert(json_content(raw));
+        if (copyable(raw) && whole_word_span(source, raw)) contents.insert(json_content(raw));
       }
     }
     std::vector<std::string> pool = chars;
@@ -523,7 +527,7 @@ TEST(GrammarMatcher, WholeWordsAgreeWithBruteForceOnRandomSources) {
         const int len = 1 + static_cast<int>(rng() % 4);
         for (int k = 0; k < len; ++k) raw += pool[rng() % pool.size()];
       }
-      const bool want = whole_word_span(source, raw);
+      const bool want = copyable(raw) && whole_word_span(source, raw);
       ASSERT_EQ(want, contents.count(json_content(raw)) > 0) << raw;
       GrammarMatcher m = start;
       const bool got = m.accept_bytes("\"" + json_content(raw) + "\"") && m.can_end();
@@ -545,7 +549,7 @@ TEST(GrammarMatcher, WholeWordsAgreeWithBruteForceOnRandomSources) {
       }
     }
   }
-  EXPECT_GT(accepted, 1500);
+  EXPECT_GT(accepted, 1000);
   EXPECT_GT(refused, 1500);
   EXPECT_GT(prefixes, 20000);
 }
