@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "generate/session.h"
 #include "sampling/token_constraint.h"
+#include "task/answer_confidence.h"
 
 namespace pocket {
 
@@ -51,6 +52,7 @@ struct ExtractResult {
   std::string text;           // the generated text
   GenerateStats stats;
   std::vector<std::string> validation_errors;  // the independent validator's verdict (empty: valid)
+  AnswerConfidence confidence;  // the model's certainty over the answer's tokens (answer_confidence.h)
 };
 // Extracts `text` into the schema. `schema_json` may mark string properties "x-pocket-copy": true (values
 // must be spans of `text`); `ground_strings` marks every string property so.

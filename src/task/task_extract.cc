@@ -78,7 +78,9 @@ Expected<ExtractResult> task_extract(Session& s, std::string_view text, std::str
                           render_task_prompt(model, task_user_message("extract", text, instruction), opts.system,
                                              opts.chat));
   ExtractResult r;
-  POCKET_RETURN_IF_ERROR(generate_text(s, prompt, opts, constraint.get(), &r.text, &r.stats));
+  ConfidenceTracker tracker(constraint.get());
+  POCKET_RETURN_IF_ERROR(generate_text(s, prompt, opts, &tracker, &r.text, &r.stats));
+  r.confidence = tracker.result();
   if (!constraint->can_stop()) {
     return Status(ErrorCode::kInternal, "[extract] the constrained answer is incomplete after " +
                                             std::to_string(r.stats.n_generated) + " tokens: " + r.text);

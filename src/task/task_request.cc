@@ -98,8 +98,16 @@ Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_js
       schema = it->dump();
     }
     POCKET_ASSIGN_OR_RETURN(ExtractResult r, task_extract(s, text, schema, o, ground, instruction));
-    return nlohmann::ordered_json{{"task", task}, {"result", r.value}, {"valid", r.validation_errors.empty()},
-                          {"validation_errors", r.validation_errors}, {"text", r.text}, {"usage", usage(r.stats)}};
+    const AnswerConfidence& c = r.confidence;
+    return nlohmann::ordered_json{{"task", task},
+                                  {"result", r.value},
+                                  {"valid", r.validation_errors.empty()},
+                                  {"validation_errors", r.validation_errors},
+                                  {"confidence", {{"min_token_probability", c.min_token_probability},
+                                                  {"mean_token_logprob", c.mean_token_logprob},
+                                                  {"mean_entropy", c.mean_entropy}}},
+                                  {"text", r.text},
+                                  {"usage", usage(r.stats)}};
   }
   if (task == "classify") {
     POCKET_RETURN_IF_ERROR(check_keys(req, {"labels", "calibration_t"}));
