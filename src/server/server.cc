@@ -324,7 +324,9 @@ Server::~Server() = default;
 
 Expected<std::unique_ptr<Server>> Server::create(std::shared_ptr<const Model> model, const SessionOptions& so,
                                                  const ServerOptions& opts) {
-  if (opts.max_tokens < 1) return invalid_argument("[server] --max-tokens must be >= 1");
+  if (opts.max_tokens < 1 || opts.max_tokens > (1 << 24)) {
+    return invalid_argument("[server] --max-tokens must be 1..16777216, got " + std::to_string(opts.max_tokens));
+  }
   if (opts.max_body_bytes < 1024) return invalid_argument("[server] --max-body must be at least 1024 bytes");
   auto impl = std::make_unique<Impl>();
   impl->model = model;

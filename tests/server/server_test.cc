@@ -478,5 +478,27 @@ TEST(Server, PocketTaskEndpoint) {
   expect_error_shape(c.Post("/v1/pocket/task", "{\"task\":", "application/json"), 400);
 }
 
+TEST(Server, BadOptionsAreRefused) {
+  SessionOptions so;
+  so.n_ctx = 64;
+  const auto refused = [&](ServerOptions o) { return !Server::create(testing::tiny_model(), so, o); };
+  ServerOptions o;
+  o.max_tokens = 0;
+  EXPECT_TRUE(refused(o));
+  o.max_tokens = int64_t{1} << 25;
+  EXPECT_TRUE(refused(o));
+  o = ServerOptions{};
+  o.max_body_bytes = 10;
+  EXPECT_TRUE(refused(o));
+  o = ServerOptions{};
+  o.n_parallel = 0;
+  EXPECT_TRUE(refused(o));
+  o = ServerOptions{};
+  o.port = 70000;
+  auto s = Server::create(testing::tiny_model(), so, o);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE((*s)->bind());
+}
+
 }  // namespace
 }  // namespace pocket::server
