@@ -41,7 +41,9 @@ struct CopyStack {
 // holds) and is never mistaken for a sentinel: a sentinel is stepped only right after a word character
 // (kWordEnd) or right before one (kWordStart), where the indexed text always holds the sentinel itself.
 // A copy state packs the automaton state with the JSON-escape and UTF-8 progress of the span so far:
-// state = sam << 3 | pending_continuation_bytes << 1 | in_escape. State 0 = nothing copied yet; the mode
+// state = sam << 3 | pending_continuation_bytes << 1 | in_escape (the indexed text holds at most
+// 2 x kMaxBytes + 1 bytes, a word needing a separator, so the automaton's states fit in 29 bits with room
+// to spare). State 0 = nothing copied yet; the mode
 // matters only there (the first byte) and at the end (can_exit, bytes_to_exit).
 // Immutable after build; one per generation.
 class CopySource {
@@ -55,7 +57,7 @@ class CopySource {
   // Advances a copy state by one byte of JSON string content; false when the byte cannot continue a span.
   bool step(uint32_t* state, uint8_t byte, CopyMode mode) const;
   // The span may end here: at least one character copied, on a character boundary, not inside an escape,
-  // and (whole words) not inside a word of every occurrence.
+  // and (whole words) some occurrence of the span, all of which start at a word boundary, ends at one.
   bool can_exit(uint32_t state, CopyMode mode) const {
     if ((state & 7u) != 0 || (state >> 3) == 0) return false;
     return mode == CopyMode::kSubstring || (flags_[state >> 3] & kExitOk) != 0;
