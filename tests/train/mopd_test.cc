@@ -368,5 +368,27 @@ TEST(Mopd, BadConfigurationsAreErrors) {
   EXPECT_FALSE(run_mopd(m).has_value());
 }
 
+// The command line refuses what it cannot run, with a message naming the problem and exit code 1.
+TEST(Mopd, CommandLineErrorsAreClear) {
+  MopdFixture f;
+  const std::string base = std::string(POCKET_TRAIN_BIN) + " mopd --quiet --no-plot --threads 1 --data " + f.data +
+                           " --out " + f.tmp.file("cli") + " --steps 1";
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {" --student " + f.student, "no teacher"},
+      {" --teacher generalist=" + f.teacher, "--student"},
+      {" --student " + f.student + " --teacher generalist=" + f.teacher + " --fkl 1.5", "forward_kl_weight"},
+      {" --student " + f.student + " --teacher generalist=" + f.teacher + " --temprature 1", "--temprature"},
+  };
+  for (const auto& c : cases) {
+    std::string out;
+    EXPECT_EQ(testing::run_command(base + c.args + " 2>&1", &out), 1) << c.args << "\n" << out;
+    EXPECT_NE(out.find(c.message), std::string::npos) << c.args << "\n" << out;
+  }
+  EXPECT_FALSE(has_checkpoint(f.tmp.file("cli")));
+}
+
 }  // namespace
 }  // namespace pocket::train

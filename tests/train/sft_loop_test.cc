@@ -305,5 +305,28 @@ TEST(SftLoop, DefaultHooksRunARealRound) {
   EXPECT_EQ(log["rounds"][0]["examples"]["targeted"].get<int64_t>() + log["rounds"][0]["examples"]["replay"].get<int64_t>(), 12);
 }
 
+// The command line refuses bad settings and a missing checkpoint with exit code 1 and a message naming them.
+TEST(SftLoop, CommandLineErrorsAreClear) {
+  TempDir tmp;
+  const std::string tasks = write_tasks(tmp.file("tasks"), 10, 10);
+  const std::string base = std::string(POCKET_TRAIN_BIN) + " loop --init " + tmp.file("nowhere") + " --tasks " + tasks +
+                           " --out " + tmp.file("loop");
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {{" --margin -0.1", "margin"},
+                                   {" --rounds x", "--rounds"},
+                                   {" --margine 0.1", "--margine"},
+                                   {"", "nowhere"}};
+  for (const auto& c : cases) {
+    std::string out;
+    EXPECT_EQ(testing::run_command(base + c.args + " 2>&1", &out), 1) << c.args << "\n" << out;
+    EXPECT_NE(out.find(c.message), std::string::npos) << c.args << "\n" << out;
+  }
+  std::string out;
+  EXPECT_EQ(testing::run_command(std::string(POCKET_TRAIN_BIN) + " loop --init x 2>&1", &out), 1);  // usage
+  EXPECT_NE(out.find("usage"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace pocket::train
