@@ -18,5 +18,6 @@ int cmd_calibrate(int argc, char** argv);    // task layer: route/intent tempera
 int cmd_build_corpus(int argc, char** argv);  // bilingual pretraining corpus (docs/corpus.md)
 int cmd_mopd(int argc, char** argv);   // multi-teacher on-policy distillation (docs/mopd.md)
 int cmd_loop(int argc, char** argv);   // the SFT loop engine with a regression gate (docs/mopd.md)
+int cmd_import(int argc, char** argv);  // a .pocket package -> a training checkpoint (fine-tune it further)
 
 }  // namespace pocket::train::cli

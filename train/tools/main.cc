@@ -23,7 +23,8 @@ void usage() {
       "  mopd       multi-teacher on-policy distillation: reverse KL to each task's teacher on student samples\n"
       "  loop       SFT loop engine: failures -> targeted examples -> fine-tune, kept only if no cell regresses\n"
       "  eval       held-out loss of a checkpoint, and greedy answer accuracy on chats\n"
-      "  export     a checkpoint -> a .pocket package for `pocket run`\n");
+      "  export     a checkpoint -> a .pocket package for `pocket run`\n"
+      "  import     a .pocket package -> a training checkpoint (sft --init, eval, export, loop --init)\n");
 }
 
 }  // namespace
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   if (cmd == "build-corpus") return cli::cmd_build_corpus(argc, argv);
   if (cmd == "mopd") return cli::cmd_mopd(argc, argv);
   if (cmd == "loop") return cli::cmd_loop(argc, argv);
+  if (cmd == "import") return cli::cmd_import(argc, argv);
   std::fprintf(stderr, "pocket-train: unknown command '%s'\n", cmd.c_str());
   usage();
   return 1;

@@ -1,0 +1,215 @@
+// pocket-train import: a package -> a training checkpoint. An F32 package comes back bit for bit (weights,
+// tokenizer, hyper-parameters) and its re-export gives the runtime the same logits; a Q4 package comes back
+// as exactly the runtime's own dequantisation and re-exports at Q4 to the same tensor bytes; the checkpoint
+// is one that sft --init fine-tunes and the CLI imports and exports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "core/thread_pool.h"
+#include "format/package.h"
+#include "model/model.h"
+#include "model/transformer.h"
+#include "nn/checkpoint_import.h"
+#include "nn/model_facade.h"
+#include "nn/trainer.h"
+#include "quant/quantize.h"
+#include "run/exporter.h"
+#include "train_test_util.h"
+
+namespace pocket::train {
+namespace {
+
+using pocket::testing::TempDir;
+
+// Small, but every matrix has a multiple of 8 rows so Q4 export uses the interleaved q4_g32r8 layout the
+// shipped model has; untied so output.weight is a tensor of its own.
+HParams small_hparams(bool tied) {
+  HParams h;
+  h.name = "import-test";
+  h.n_vocab = 360;  // >= the character tokenizer's 357 tokens, a multiple of 8
+  h.n_embd = 64;
+  h.n_layers = 2;
+  h.n_heads = 4;
+  h.n_kv_heads = 2;
+  h.head_dim = 16;
+  h.n_ff = 96;
+  h.n_ctx_train = 128;
+  h.rope_style = RopeStyle::kNeox;
+  h.tied_embeddings = tied;
+  return h;
+}
+
+// Trainer initialisation with matrices scaled to std 0.2 and randomised norms, so logits are O(1) and every
+// tensor matters to them.
+std::vector<NamedTensor> random_weights(const HParams& h, uint64_t seed) {
+  auto w = init_model_weights(h, seed);
+  EXPECT_TRUE(w.has_value()) << w.status().to_string();
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  for (auto& t : *w) {
+    for (float& x : t.data) x = t.shape.size() == 1 ? 1.0f + 0.2f * n01(rng) : 10.0f * x;
+  }
+  return std::move(*w);
+}
+
+std::vector<float> runtime_logits(const std::string& path, const std::vector<int32_t>& tokens) {
+  auto model = Model::load(path);
+  EXPECT_TRUE(model.has_value()) << model.status().to_string();
+  if (!model) return {};
+  ThreadPool pool(1);
+  const auto n = static_cast<int64_t>(tokens.size());
+  auto tr = Transformer::create(*model, SessionShape{.n_ctx = 64, .n_batch = 64, .n_threads = 1, .n_logit_rows = n},
+                                &pool);
+  EXPECT_TRUE(tr.has_value()) << tr.status().to_string();
+  if (!tr) return {};
+  EXPECT_TRUE((*tr)->forward(tokens, /*all_logits=*/true).is_ok());
+  const int64_t nv = (*model)->hparams().n_vocab;
+  std::vector<float> out(static_cast<size_t>(n * nv));
+  for (int64_t i = 0; i < n; ++i) std::memcpy(out.data() + i * nv, (*tr)->logits(i), static_cast<size_t>(nv) * 4);
+  return out;
+}
+
+std::string export_to(const TempDir& tmp, const std::string& name, const HParams& h,
+                      const std::vector<NamedTensor>& w, const std::vector<uint8_t>& tok, DType type) {
+  ExportOptions eo;
+  eo.matrix_type = type;
+  const std::string path = tmp.file(name);
+  Status st = export_package(h, w, tok, eo, path);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return path;
+}
+
+TEST(Import, F32PackageRoundTripsExactly) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    TempDir tmp;
+    const HParams h = small_hparams(tied);
+    const auto w = random_weights(h, 11);
+    const auto tok = testing::char_tokenizer()->serialize();
+    const std::string a = export_to(tmp, "a.pocket", h, w, tok, DType::kF32);
+
+    auto s = import_checkpoint(a, tmp.file("run"), 1);
+    ASSERT_TRUE(s.has_value()) << s.status().to_string();
+    EXPECT_EQ(s->source_type, "f32");
+    for (const char* f : {"model.pt", "optim.pt", "rng.pt", "meta.json", "tokenizer.bin"}) {
+      EXPECT_TRUE(std::filesystem::exists(s->checkpoint + "/" + f)) << f;
+    }
+    // Read back the way export, eval and sft --init read a checkpoint.
+    auto c = load_checkpoint(tmp.file("run"));
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    EXPECT_EQ(c->meta.step, 0);
+    EXPECT_EQ(c->meta.hparams.to_json(), h.to_json());
+    EXPECT_EQ(c->meta.config.stage, Stage::kSft);
+    EXPECT_EQ(c->meta.config.chat_template, "chatml");
+    EXPECT_EQ(c->tokenizer, tok) << "tokenizer.bin must be the package's tokenizer section, byte for byte";
+    ASSERT_EQ(c->weights.size(), w.size());
+    for (const auto& want : w) {
+      auto it = std::find_if(c->weights.begin(), c->weights.end(), [&](const NamedTensor& t) { return t.name == want.name; });
+      ASSERT_NE(it, c->weights.end()) << want.name;
+      EXPECT_EQ(it->shape, want.shape) << want.name;
+      EXPECT_TRUE(it->data == want.data) << want.name << " differs after import";
+    }
+
+    const std::string b = export_to(tmp, "b.pocket", c->meta.hparams, c->weights, c->tokenizer, DType::kF32);
+    std::vector<int32_t> tokens(40);
+    std::mt19937 rng(3);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % h.n_vocab);
+    const auto la = runtime_logits(a, tokens), lb = runtime_logits(b, tokens);
+    ASSERT_EQ(la.size(), tokens.size() * static_cast<size_t>(h.n_vocab));
+    EXPECT_TRUE(la == lb) << "the re-exported package must give the runtime identical logits";
+  }
+}
+
+// The 8-row interleaved Q4 layout: the imported weights equal a plain row-by-row dequantize_row of the
+// package's bytes, and quantising them again reproduces those bytes (each q4_g32 block's scale comes from its
+// largest-magnitude value, which dequantises to exactly -8 * d, so requantising finds the same d and codes).
+TEST(Import, Q4PackageGivesTheRuntimesDequantisation) {
+  TempDir tmp;
+  const HParams h = small_hparams(/*tied=*/true);
+  const auto tok = testing::char_tokenizer()->serialize();
+  const std::string q = export_to(tmp, "q.pocket", h, random_weights(h, 5), tok, DType::kQ4G32);
+  auto s = import_checkpoint(q, tmp.file("run"), 1);
+  ASSERT_TRUE(s.has_value()) << s.status().to_string();
+  EXPECT_EQ(s->source_type, "q4_g32");
+  auto c = load_checkpoint(tmp.file("run"));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+
+  auto pkg = Package::open(q);
+  ASSERT_TRUE(pkg.has_value()) << pkg.status().to_string();
+  int n_r8 = 0;
+  for (const NamedTensor& t : c->weights) {
+    const TensorInfo* info = pkg->find(t.name);
+    ASSERT_NE(info, nullptr) << t.name;
+    n_r8 += info->dtype == DType::kQ4G32R8;
+    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1, cols = t.shape.back();
+    std::vector<float> want(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_TRUE(quant::dequantize_row(info->dtype, std::span<const uint8_t>(info->data, info->size), rows, cols, r,
+                                        want.data() + r * cols).is_ok());
+    }
+    EXPECT_TRUE(t.data == want) << t.name << " is not the runtime's dequantisation";
+  }
+  EXPECT_EQ(n_r8, 1 + 7 * h.n_layers) << "every matrix should be stored as q4_g32r8";
+
+  const std::string q2 = export_to(tmp, "q2.pocket", c->meta.hparams, c->weights, c->tokenizer, DType::kQ4G32);
+  auto pkg2 = Package::open(q2);
+  ASSERT_TRUE(pkg2.has_value()) << pkg2.status().to_string();
+  for (const TensorInfo& t : pkg->tensors()) {
+    const TensorInfo* t2 = pkg2->find(t.name);
+    ASSERT_NE(t2, nullptr) << t.name;
+    ASSERT_EQ(t2->size, t.size) << t.name;
+    EXPECT_EQ(t2->dtype, t.dtype) << t.name;
+    EXPECT_EQ(std::memcmp(t2->data, t.data, t.size), 0) << t.name << ": Q4 -> import -> Q4 must be lossless";
+  }
+}
+
+TEST(Import, CheckpointFineTunesAndTheCliImportsAndExports) {
+  TempDir tmp;
+  const std::string shard = testing::write_chat_data(tmp.file("."), 64);
+  const HParams h = small_hparams(/*tied=*/true);
+  const auto tok = testing::char_tokenizer()->serialize();
+  const std::string a = export_to(tmp, "a.pocket", h, random_weights(h, 2), tok, DType::kQ4G32);
+
+  // The command line, as docs/pocket-nano.md runs it; a second import into the same directory is refused.
+  const std::string bin = POCKET_TRAIN_BIN;
+  std::string out;
+  ASSERT_EQ(testing::run_command(bin + " import -m " + a + " --out " + tmp.file("run") + " 2>&1", &out), 0) << out;
+  EXPECT_NE(testing::run_command(bin + " import -m " + a + " --out " + tmp.file("run") + " 2>&1", &out), 0);
+  EXPECT_NE(out.find("already holds a checkpoint"), std::string::npos) << out;
+  EXPECT_NE(testing::run_command(bin + " import -m " + tmp.file("missing.pocket") + " --out " + tmp.file("r2") +
+                                     " 2>&1", &out), 0);
+
+  TrainConfig cfg;
+  cfg.stage = Stage::kSft;
+  cfg.init_from = tmp.file("run");
+  cfg.data = {shard};
+  cfg.out_dir = tmp.file("sft");
+  cfg.seq_len = 128;
+  cfg.micro_batch = 4;
+  cfg.max_steps = 3;
+  cfg.warmup_steps = 1;
+  cfg.eval_interval = 0;
+  cfg.ckpt_interval = 100;
+  cfg.threads = 1;
+  cfg.plot = false;
+  cfg.quiet = true;
+  auto r = run_training(cfg);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_EQ(r->steps.size(), 3u);
+  EXPECT_TRUE(std::isfinite(r->steps.front().loss));
+
+  ASSERT_EQ(testing::run_command(bin + " export --ckpt " + tmp.file("sft") + " -o " + tmp.file("b.pocket") +
+                                     " --type q4_g32 2>&1", &out), 0) << out;
+  auto m = Model::load(tmp.file("b.pocket"));
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  EXPECT_EQ((*m)->config().chat_template, "chatml");
+  EXPECT_EQ((*m)->weight_type_label(), "q4_g32");
+}
+
+}  // namespace
+}  // namespace pocket::train
