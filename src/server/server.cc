@@ -132,6 +132,16 @@ void Server::Impl::completion(const httplib::Request& hreq, httplib::Response& r
       !parse_completion_request(body, chat, &req, &err)) {
     return send_error(res, err);
   }
+  if (!req.schema_json.empty()) {
+    // The schema as the client wrote it: property order is the order the answer's keys take, and `body`
+    // (nlohmann::json) sorted the keys. The body already parsed and passed the depth check above.
+    const auto ordered = nlohmann::ordered_json::parse(hreq.body, nullptr, /*allow_exceptions=*/false);
+    const auto* rf = ordered.is_object() && ordered.contains("response_format") ? &ordered["response_format"] : nullptr;
+    if (rf != nullptr && rf->is_object() && rf->contains("json_schema") && (*rf)["json_schema"].is_object() &&
+        (*rf)["json_schema"].contains("schema")) {
+      req.schema_json = (*rf)["json_schema"]["schema"].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    }
+  }
   auto prepared = prepare_completion(*model, pool->n_ctx(), req, opts.max_tokens);
   if (!prepared) return send_error(res, api_error_from(prepared.status()));
   ConnectionProbe probe(hreq.local_addr, hreq.local_port, hreq.remote_addr, hreq.remote_port);

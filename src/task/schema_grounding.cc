@@ -15,9 +15,13 @@ bool is_type(const nlohmann::ordered_json& node, const char* t) {
   return it != node.end() && it->is_string() && *it == t;
 }
 
+// "x-pocket-copy": true, "words" or "substring" (the copy modes of docs/constrained-decoding.md; for a number
+// every mode means the same: one of the numbers the text writes).
 bool copy_marked(const nlohmann::ordered_json& node) {
   auto it = node.find("x-pocket-copy");
-  return it != node.end() && it->is_boolean() && it->get<bool>();
+  if (it == node.end()) return false;
+  if (it->is_boolean()) return it->get<bool>();
+  return it->is_string() && (*it == "words" || *it == "substring");
 }
 
 bool plain_value(const nlohmann::ordered_json& node) { return !node.contains("enum") && !node.contains("const"); }

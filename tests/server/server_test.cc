@@ -438,6 +438,16 @@ TEST(Server, ResponseFormatJsonSchemaAndJsonObject) {
   EXPECT_TRUE(value["name"].is_string()) << value;
   EXPECT_TRUE(value["price"].is_number()) << value;
 
+  // The answer's keys come in the schema's order as the client wrote it (not sorted): "price" before "name".
+  const std::string ordered_body =
+      R"({"messages":[{"role":"user","content":"提取JSON：黑色保温杯，品牌山泉，￥89。"}],"temperature":0,"max_tokens":64,)"
+      R"("response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":)"
+      R"({"price":{"type":"number"},"name":{"type":"string"}},"required":["price","name"]}}}})";
+  r = c.Post("/v1/chat/completions", ordered_body, "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(parse(r->body)["choices"][0]["message"]["content"].get<std::string>().rfind("{\"price\":", 0), 0u) << r->body;
+
   body["response_format"] = {{"type", "json_object"}};
   body["messages"][0]["content"] = "你好";
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");

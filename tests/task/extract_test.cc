@@ -90,6 +90,18 @@ TEST(TaskExtract, BadSchemasAreClearErrors) {
   EXPECT_TRUE(task_extract(*s, "红色T恤", R"({"type":"object","properties":{"name":{"type":"string","x-pocket-copy":true}},"required":["name"]})"));
 }
 
+TEST(TaskExtract, GroundedNumbersInEveryCopyMode) {
+  auto s = nano_session();
+  const std::string text = "藏青色开衫，品牌暖阳，尺码：M，￥199，面料涤纶。";
+  for (const char* mode : {"true", "\"words\"", "\"substring\""}) {
+    const std::string schema = std::string(R"({"type":"object","properties":{"price":{"type":"integer","x-pocket-copy":)") +
+                               mode + R"(}},"required":["price"]})";
+    auto r = task_extract(*s, text, schema);
+    ASSERT_TRUE(r) << mode << ": " << r.status().to_string();
+    EXPECT_EQ(r->value["price"], 199) << mode;  // the only integer the text writes
+  }
+}
+
 TEST(TaskExtract, TextLongerThanTheContext) {
   auto s = nano_session(1, 64);
   auto r = task_extract(*s, std::string(3000, 'x'), product_schema());
