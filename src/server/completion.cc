@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "server/stop_matcher.h"
+#include "generate/chat_prompt.h"
 #include "task/task.h"
 #include "tokenizer/chat_template.h"
 
@@ -14,10 +15,6 @@ using nlohmann::json;
 Expected<PreparedCompletion> prepare_completion(const Model& model, int64_t n_ctx, const CompletionRequest& req,
                                                 int64_t max_tokens_limit) {
   PreparedCompletion p;
-  std::string prompt = req.prompt;
-  if (req.chat) {  // as `pocket run --chat`: the package's template, special tokens parsed, BOS per package
-    POCKET_ASSIGN_OR_RETURN(prompt, apply_chat_template(model.config().chat_template, req.messages, true));
-  }
   GenerateOptions& go = p.options;
   go.add_bos = true;
   go.parse_special = req.chat;
@@ -35,10 +32,16 @@ Expected<PreparedCompletion> prepare_completion(const Model& model, int64_t n_ct
   if (req.top_p) go.sampling.top_p = *req.top_p;
   go.sampling.seed = req.seed.value_or(0);
 
-  EncodeOptions eo;  // what Session::generate does for an empty session
-  eo.add_bos = go.add_bos && model.config().add_bos;
-  eo.parse_special = go.parse_special;
-  POCKET_RETURN_IF_ERROR(model.tokenizer().encode(prompt, eo, &p.prompt_ids));
+  if (req.chat) {
+    // As `pocket run --chat`: the package's template and BOS rule, the messages' contents as plain text (a
+    // user typing "<|im_end|>" cannot close their turn).
+    POCKET_ASSIGN_OR_RETURN(p.prompt_ids, render_chat_ids(model, req.messages, true));
+  } else {
+    EncodeOptions eo;  // what Session::generate does for an empty session
+    eo.add_bos = go.add_bos && model.config().add_bos;
+    eo.parse_special = go.parse_special;
+    POCKET_RETURN_IF_ERROR(model.tokenizer().encode(req.prompt, eo, &p.prompt_ids));
+  }
   const int64_t n_prompt = static_cast<int64_t>(p.prompt_ids.size());
   if (n_prompt == 0) return invalid_argument("[server] the prompt encodes to no tokens");
   if (n_prompt >= n_ctx) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "generate/chat_prompt.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/utf8.h"
 
@@ -45,49 +46,20 @@ std::string task_user_message(std::string_view task, std::string_view text, std:
   return out;
 }
 
-namespace {
-// A marker no template produces: the rendered turn is split around it so the user's text is encoded alone.
-constexpr std::string_view kUserMarker = "\x01pocket-user\x01";
-constexpr std::string_view kSystemMarker = "\x01pocket-system\x01";
-}  // namespace
-
 Expected<std::vector<int32_t>> render_task_prompt(const Model& model, std::string_view user, std::string_view system,
                                                   bool chat) {
-  const Tokenizer& tok = model.tokenizer();
-  std::vector<int32_t> ids;
-  if (model.config().add_bos && tok.bos_id() >= 0) ids.push_back(tok.bos_id());
-  EncodeOptions plain;  // no BOS, special-token text stays text
-  EncodeOptions markup;
-  markup.parse_special = true;
   const std::string& tmpl = model.config().chat_template;
   if (!chat || tmpl.empty() || tmpl == "none") {
-    POCKET_RETURN_IF_ERROR(tok.encode(user, plain, &ids));
+    const Tokenizer& tok = model.tokenizer();
+    std::vector<int32_t> ids;
+    if (model.config().add_bos && tok.bos_id() >= 0) ids.push_back(tok.bos_id());
+    POCKET_RETURN_IF_ERROR(tok.encode(user, EncodeOptions{}, &ids));
     return ids;
   }
   std::vector<ChatMessage> msgs;
-  if (!system.empty()) msgs.push_back({"system", std::string(kSystemMarker)});
-  msgs.push_back({"user", std::string(kUserMarker)});
-  POCKET_ASSIGN_OR_RETURN(std::string rendered, apply_chat_template(tmpl, msgs, true));
-  // The template's own BOS is already in `ids` when the package asks for one.
-  size_t pos = 0;
-  while (pos < rendered.size()) {
-    const size_t u = rendered.find(kUserMarker, pos);
-    const size_t s = system.empty() ? std::string::npos : rendered.find(kSystemMarker, pos);
-    const size_t next = std::min(u, s);
-    const std::string_view markup_part = std::string_view(rendered).substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    POCKET_RETURN_IF_ERROR(tok.encode(markup_part, markup, &ids));
-    if (next == std::string::npos) break;
-    if (next == u) {
-      POCKET_RETURN_IF_ERROR(tok.encode(user, plain, &ids));
-      pos = u + kUserMarker.size();
-    } else {
-      POCKET_RETURN_IF_ERROR(tok.encode(system, plain, &ids));
-      pos = s + kSystemMarker.size();
-    }
-  }
-  // A template that renders BOS itself (Llama) gives it twice when the package also asks for one.
-  if (ids.size() >= 2 && tok.bos_id() >= 0 && ids[0] == tok.bos_id() && ids[1] == tok.bos_id()) ids.erase(ids.begin());
-  return ids;
+  if (!system.empty()) msgs.push_back({"system", std::string(system)});
+  msgs.push_back({"user", std::string(user)});
+  return render_chat_ids(model, msgs, true);
 }
 
 std::vector<int32_t> stop_token_ids(const Model& model) {

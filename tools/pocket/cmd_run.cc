@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "tokenizer/chat_template.h"
 #include "core/process_memory.h"
+#include "generate/chat_prompt.h"
 #include "generate/session.h"
 #include "speculative/speculative_session.h"
 #include "task/task.h"
@@ -73,14 +74,18 @@ int run(const RunArgs& a) {
   }
 
   const std::string shown = prompt;  // echoed as typed, without the template's markup
-  if (a.chat) {  // one user turn (after an optional system turn) in the package's chat template
-    const std::string& tmpl = (*model)->config().chat_template;
+  std::vector<int32_t> chat_ids;
+  if (a.chat) {
+    // One user turn (after an optional system turn) in the package's chat template; the turns' text stays
+    // plain text, special-token spellings included (--special applies to prompts without --chat).
     std::vector<ChatMessage> msgs;
     if (!a.system.empty()) msgs.push_back({"system", a.system});
     msgs.push_back({"user", prompt});
-    auto rendered = apply_chat_template(tmpl, msgs, true);
-    if (!rendered) return report("run", rendered.status());
-    prompt = *rendered;
+    auto ids = render_chat_ids(**model, msgs, true);
+    if (!ids) return report("run", ids.status());
+    chat_ids = std::move(*ids);
+    const int32_t bos = (*model)->tokenizer().bos_id();
+    if (a.no_bos && !chat_ids.empty() && bos >= 0 && chat_ids.front() == bos) chat_ids.erase(chat_ids.begin());
   }
   const auto& def = (*model)->config().sampling;
   GenerateOptions go;
@@ -126,8 +131,10 @@ int run(const RunArgs& a) {
     std::fflush(stdout);
     return true;
   };
-  Status st = plain ? plain->generate(prompt, go, print, nullptr, &stats)
-                    : specs->generate(prompt, go, print, nullptr, &stats);
+  Status st = a.chat ? (plain ? plain->generate_tokens(chat_ids, go, print, nullptr, &stats)
+                              : specs->generate_tokens(chat_ids, go, print, nullptr, &stats))
+                     : (plain ? plain->generate(prompt, go, print, nullptr, &stats)
+                              : specs->generate(prompt, go, print, nullptr, &stats));
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!st.is_ok()) return report("run", st);
@@ -172,7 +179,7 @@ void register_run(CLI::App& app) {
   c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (the mapping is shared between processes and gets 2 MiB pages too: docs/performance.md)");
   c->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   c->add_flag("--special", a->special, "Parse special-token text in the prompt");
-  c->add_flag("--chat", a->chat, "Wrap the prompt as a user turn in the package's chat template (implies --special)");
+  c->add_flag("--chat", a->chat, "Wrap the prompt as a user turn in the package's chat template (the template's markup as special tokens, the prompt's text as plain text)");
   c->add_option("--system", a->system, "With --chat: a system turn before the user turn");
   c->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past stop tokens");
   c->add_option("--grammar", a->grammar, "Constrain the output to a GBNF grammar (text; docs/constrained-decoding.md)");
