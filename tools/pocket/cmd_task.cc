@@ -88,6 +88,7 @@ int run(const TaskArgs& a) {
   }
   const std::string task = req.value("task", std::string());
   nlohmann::ordered_json out;
+  std::string budget;  // the budget line, printed after the result
   if (task == "redact" && !req.value("model", false)) {
     // The detectors need no model.
     const std::string text = req.value("text", std::string());
@@ -123,10 +124,12 @@ int run(const TaskArgs& a) {
                     n > 0 ? u.value("constraint_ms", 0.0) / n : 0.0);
       line += buf;
     }
-    std::fprintf(stderr, "%s\n", line.c_str());
+    budget = line;
   }
   const std::string s = a.compact ? out.dump() : out.dump(2);
   std::printf("%s\n", s.c_str());
+  std::fflush(stdout);
+  if (!budget.empty()) std::fprintf(stderr, "%s\n", budget.c_str());  // after the result, as pocket run does
   return 0;
 }
 
