@@ -55,6 +55,18 @@ check "grammar error position" "$out" '\[gbnf\] 1:[0-9]+'
 out=$("$pocket" run -m "$model" -p "x" --grammar 'root ::= "a"' --spec ngram 2>&1); rc=$?
 [ $rc -ne 0 ] || { echo "FAILED: grammar with speculation exited 0"; fail=1; }
 
+# --batch: one result per line, errors in place.
+batch=$(mktemp)
+printf '%s\n' '{"task":"redact","text":"call 13812345678"}' 'not json' \
+  '{"task":"classify","text":"where is my order?","labels":["order_status","refund"]}' > "$batch"
+out=$("$pocket" task -m "$model" --batch "$batch" 2>/dev/null); rc=$?
+rm -f "$batch"
+[ $rc -eq 0 ] || { echo "FAILED: --batch exited $rc"; fail=1; }
+[ "$(wc -l <<<"$out")" -eq 3 ] || { echo "FAILED: --batch printed $(wc -l <<<"$out") lines: $out"; fail=1; }
+check "batch redact" "$(sed -n 1p <<<"$out")" '"text":"call \[PHONE\]"'
+check "batch error" "$(sed -n 2p <<<"$out")" '"error":.*"line":2'
+check "batch classify" "$(sed -n 3p <<<"$out")" '"label":"(order_status|refund)"'
+
 # pocket bench reports the mask cost per token.
 out=$("$pocket" bench -m "$model" -p 0 -n 16 -r 1 --no-probe --json-schema-file "$schema" 2>&1)
 check "bench mask cost" "$out" 'mask \+ advance ms/token'

@@ -15,6 +15,7 @@ namespace pocket::cli {
 namespace {
 
 struct TaskArgs {
+  std::string batch;  // a JSONL file of requests
   std::string task, model, text, text_file, schema_file, schema_text, labels, instruction, request, system;
   bool ground = false, use_model = false, no_chat = false, compact = false;
   int max_tokens = 256, threads = 0;
@@ -44,7 +45,40 @@ std::vector<std::string> split_labels(const std::string& s) {
   return out;
 }
 
+// --batch: one request per line in, one result per line out (an error as {"error": message, "line": n}),
+// with one model load and one session for all of them.
+int run_batch(const TaskArgs& a) {
+  if (a.model.empty()) return report("task", invalid_argument("[task] --batch needs -m MODEL"));
+  std::ifstream in(a.batch, std::ios::binary);
+  if (!in) return report("task", io_error("[task] cannot read '" + a.batch + "'"));
+  auto model = Model::load(a.model);
+  if (!model) return report("task", model.status());
+  SessionOptions so;
+  so.n_ctx = a.ctx;
+  so.n_threads = a.threads;
+  so.n_logit_rows = 16;
+  auto session = Session::create(*model, so);
+  if (!session) return report("task", session.status());
+  std::string line;
+  int64_t n = 0, failed = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::ordered_json req = nlohmann::ordered_json::parse(line, nullptr, false);
+    Expected<nlohmann::ordered_json> r = req.is_discarded()
+                                             ? Expected<nlohmann::ordered_json>(invalid_argument("[task] not valid JSON"))
+                                             : run_task(**session, req);
+    nlohmann::ordered_json out = r ? std::move(*r) : nlohmann::ordered_json{{"error", r.status().to_string()}, {"line", n}};
+    failed += !r;
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "pocket task --batch: %lld requests, %lld errors\n", static_cast<long long>(n), static_cast<long long>(failed));
+  return 0;
+}
+
 int run(const TaskArgs& a) {
+  if (!a.batch.empty()) return run_batch(a);
   nlohmann::ordered_json req;
   if (!a.request.empty()) {
     req = nlohmann::ordered_json::parse(a.request, nullptr, false);
@@ -160,8 +194,13 @@ void register_task(CLI::App& app) {
   c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("-c,--ctx-size", a->ctx, "Context length (default: the package's)");
   c->add_option("--request", a->request, "The whole request as JSON (as POST /v1/pocket/task takes it)");
+  c->add_option("--batch", a->batch, "A JSONL file of requests: one result per line on stdout (errors as {\"error\":…})");
   c->add_flag("--compact", a->compact, "Print the result on one line");
   c->callback([a] {
+    if (!a->batch.empty()) {
+      if (int rc = run(*a); rc != 0) throw CLI::RuntimeError(rc);
+      return;
+    }
     if (a->request.empty() && a->task.empty()) {
       std::fprintf(stderr, "pocket task: name a task (extract, classify, route, rewrite, redact) or give --request JSON\n");
       throw CLI::RuntimeError(2);
