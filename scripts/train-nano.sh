@@ -4,6 +4,7 @@
 # the timings on the 2-core development machine: about 50 minutes of training).
 # Usage: scripts/train-nano.sh WORK_DIR [BUILD_DIR]   (BUILD_DIR: a build with pocket and pocket-train)
 # Environment: PRETRAIN_STEPS (default 700), SFT_STEPS (default 520), THREADS (default 2).
+# The shipped package then had 600 more SFT steps: scripts/continue-nano.sh (docs/pocket-nano.md, "Continued SFT").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:?usage: scripts/train-nano.sh WORK_DIR [BUILD_DIR]}

@@ -10,7 +10,7 @@ namespace pocket::train::cli {
 // Flags that take no value.
 static bool is_switch(const std::string& n) {
   return n == "qkv-bias" || n == "qk-norm" || n == "untied" || n == "no-plot" || n == "quiet" || n == "all" ||
-         n == "chat" || n == "help";
+         n == "chat" || n == "task-layer" || n == "help";
 }
 
 Args::Args(int argc, char** argv, int first) {
