@@ -899,7 +899,7 @@ class SchemaCompiler {
     const bool lo_excl = lower.exclusive, hi_excl = upper.exclusive;
     std::vector<GrammarSeq> alts;
     // x >= 0, written without a sign.
-    if (!hi || !hi_neg && (!hi->is_zero() || !hi_excl)) {
+    if (!hi || (!hi_neg && (!hi->is_zero() || !hi_excl))) {
       const bool from_lo = lo && !lo_neg;
       POCKET_RETURN_IF_ERROR(magnitudes(from_lo ? *lo : Decimal{}, from_lo && lo_excl, hi, hi_excl, ptr, &alts));
     }
