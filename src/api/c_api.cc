@@ -280,10 +280,7 @@ pocket_status run_task_request(pocket_session* s, const nlohmann::ordered_json& 
     return fail(POCKET_ERR_UNSUPPORTED, "pocket_task: the task layer needs a plain session (spec_method NONE)");
   }
   s->cancel.store(false);
-  pocket::Expected<nlohmann::ordered_json> r = [&]() -> pocket::Expected<nlohmann::ordered_json> {
-    // The session's cancel flag reaches the task through the request's options.
-    return pocket::run_task(*s->session, req, &s->cancel);
-  }();
+  auto r = pocket::run_task(*s->session, req, &s->cancel);  // pocket_session_cancel reaches the task
   if (!r) return fail(r.status());
   g_task_result = r->dump();
   *result_json = g_task_result.c_str();

@@ -27,6 +27,8 @@ Args::Args(int argc, char** argv, int first) {
       values_[name].push_back(value);
     } else if (a == "-o") {
       if (i + 1 < argc) values_["out"].push_back(argv[++i]);
+    } else if (a == "-m") {  // as `pocket run` spells the model (score-tasks, calibrate, import)
+      if (i + 1 < argc) values_["model"].push_back(argv[++i]);
     } else {
       values_[""].push_back(a);
     }

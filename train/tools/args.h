@@ -11,7 +11,7 @@
 
 namespace pocket::train::cli {
 
-// --name value / --flag; repeated names accumulate; bare words are positional.
+// --name value / --flag (-o = --out, -m = --model); repeated names accumulate; bare words are positional.
 class Args {
  public:
   Args(int argc, char** argv, int first);

@@ -66,13 +66,7 @@ Fit evaluate(const std::vector<Scored>& v, double t) {
 }  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
-  std::vector<std::string> words(argv, argv + argc);
-  std::vector<char*> args;
-  for (auto& w : words) {
-    if (w == "-m") w = "--model";
-    args.push_back(w.data());
-  }
-  Args a(argc, args.data(), 2);
+  Args a(argc, argv, 2);
   if (a.has("help") || !a.has("model") || !a.has("data")) {
     std::printf("usage: pocket-train calibrate -m MODEL.pocket --data DEV.jsonl [--task route|intent] [--limit N]\n"
                 "         [--threads N] [--json OUT]\n"

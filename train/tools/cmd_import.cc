@@ -11,14 +11,7 @@
 namespace pocket::train::cli {
 
 int cmd_import(int argc, char** argv) {
-  // The shared flag reader knows only -o; "-m" is spelled as `pocket run` and score-tasks spell it.
-  std::vector<std::string> words(argv, argv + argc);
-  std::vector<char*> args;
-  for (auto& w : words) {
-    if (w == "-m") w = "--model";
-    args.push_back(w.data());
-  }
-  Args a(argc, args.data(), 2);
+  Args a(argc, argv, 2);
   if (a.has("help") || !a.has("model") || !a.has("out")) {
     std::printf("usage: pocket-train import (-m | --model) MODEL.pocket --out RUN_DIR [--threads N]\n"
                 "  decodes every weight to f32 (quantised packages: exactly the runtime's dequantisation) and\n"

@@ -148,14 +148,7 @@ int cmd_make_tasks(int argc, char** argv) {
 }
 
 int cmd_score_tasks(int argc, char** argv) {
-  // The shared flag reader knows only -o; "-m" is spelled as `pocket run` spells it.
-  std::vector<std::string> words(argv, argv + argc);
-  std::vector<char*> args;
-  for (auto& w : words) {
-    if (w == "-m") w = "--model";
-    args.push_back(w.data());
-  }
-  Args a(argc, args.data(), 2);
+  Args a(argc, argv, 2);
   if (a.has("help") || !a.has("data") || (a.has("model") == a.has("pred"))) {
     std::printf("usage: pocket-train score-tasks (-m MODEL.pocket | --pred PRED.jsonl) --data TEST.jsonl [--limit N]\n"
                 "         [--max-tokens N] [--threads N] [--json OUT] [--save-pred OUT.jsonl] [--task-layer]\n"
