@@ -2,6 +2,8 @@
 // expected shape and dtype checked against the hyper-parameters.
 #include "model/model.h"
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 
 namespace pocket {
@@ -40,6 +42,14 @@ Expected<std::shared_ptr<const Model>> Model::from_package(Package pkg) {
 }
 
 Status Model::bind() {
+  {  // a drafter package (speculative/block_drafter_format.h) has no embedding or head of its own
+    const auto j = nlohmann::json::parse(package_.descriptor_json(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("kind") && j["kind"] == "drafter") {
+      return invalid_argument(
+          "[model] this package is a drafter, not a model: it runs beside its target (pocket run -m TARGET "
+          "--spec block --model-draft DRAFTER)");
+    }
+  }
   POCKET_ASSIGN_OR_RETURN(hparams_, HParams::from_json(package_.descriptor_json()));
   POCKET_ASSIGN_OR_RETURN(config_, InferenceConfig::from_json(package_.config_json()));
   POCKET_ASSIGN_OR_RETURN(tokenizer_, load_tokenizer_section(package_.tokenizer_bytes()));

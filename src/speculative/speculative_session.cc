@@ -62,7 +62,7 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
   if (opts.n_batch < 0) return invalid_argument("[speculative] n_batch must be >= 0");
   const bool custom = drafter != nullptr;
   if (!custom && spec.method == SpecMethod::kBlock) {
-    return load_block_drafter(spec.draft_model_path).take_status();
+    return load_block_drafter(spec.draft_model_path, target, opts.n_ctx, nullptr).take_status();
   }
   if (!custom && spec.method == SpecMethod::kDraftModel && spec.draft_model == nullptr &&
       spec.draft_model_path.empty()) {

@@ -433,7 +433,7 @@ TEST(SpeculativeSession, BlockDrafterStubDecodesPlainly) {
   EXPECT_EQ(spec_generate(*s, prompt, greedy(20)), plain_generate(model, prompt, greedy(20)));
   EXPECT_EQ(s->spec_stats().n_drafted, 0);
   EXPECT_EQ(s->spec_stats().n_passes, 19);  // one pass per token after the first
-  EXPECT_FALSE(load_block_drafter("x.pocket"));
+  EXPECT_FALSE(load_block_drafter("x.pocket", model, 0, nullptr));
 }
 
 }  // namespace
