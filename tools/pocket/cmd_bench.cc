@@ -13,6 +13,7 @@
 #include "core/bandwidth_probe.h"
 #include "bench_constrain.h"
 #include "bench_spec.h"
+#include "bench_tasks.h"
 #include "core/process_memory.h"
 #include "energy_model.h"
 #include "model/transformer.h"
@@ -32,6 +33,9 @@ struct BenchArgs {
   bool spec_only = false;
   bool no_spec_fallback = false;
   bool verify_curve = false;
+  std::string task_prompts;  // the per-task report instead of the rows (bench_tasks.h)
+  int per_task = 20;
+  bool reps_given = false;   // -r given: the per-task report's runs per example (else 3)
   std::string schema_file, grammar_file, source_file;  // constrained-decoding rows (bench_constrain.h)
 };
 
@@ -262,9 +266,32 @@ int bench_rows(const BenchArgs& a, nlohmann::json* json) {
   return 0;
 }
 
+TaskBenchArgs task_args(const BenchArgs& a) {
+  TaskBenchArgs t;
+  t.model = a.model;
+  t.method = a.spec;
+  t.draft_model = a.draft_model;
+  t.tasks_file = a.task_prompts;
+  t.draft_max = a.draft_max;
+  t.per_task = a.per_task;
+  t.n_gen = a.n_gen;
+  t.reps = a.reps_given ? a.reps : 3;
+  t.threads = a.threads;
+  t.fallback = !a.no_spec_fallback;
+  t.no_mmap = a.no_mmap;
+  return t;
+}
+
 // The rows, then the constrained-decoding rows once the rows' thread pool and session are gone (their idle
-// workers must not share the cores with the constrained session's).
+// workers must not share the cores with the constrained session's). With --task-prompts, only the per-task report.
 int bench(const BenchArgs& a) {
+  if (!a.task_prompts.empty()) {
+    if (a.output != "json") return bench_tasks(task_args(a), nullptr);
+    nlohmann::json j;
+    const int rc = bench_tasks(task_args(a), &j);
+    if (!j.is_null()) std::printf("%s\n", j.dump(2).c_str());  // also when outputs differ: it says where
+    return rc;
+  }
   nlohmann::json j;
   if (int rc = bench_rows(a, &j); rc != 0) return rc;
   const bool constrained = !a.schema_file.empty() || !a.grammar_file.empty();
@@ -283,17 +310,22 @@ void register_bench(CLI::App& app) {
   c->add_option("-m,--model", a->model, "Model package (.pocket)")->required();
   c->add_option("-p,--n-prompt", a->n_prompt, "Prompt tokens (pp row; 0: skip)");
   c->add_option("-n,--n-gen", a->n_gen, "Generated tokens (tg row; 0: skip)");
-  c->add_option("-r,--repetitions", a->reps, "Runs after one warm-up");
+  CLI::Option* reps = c->add_option("-r,--repetitions", a->reps, "Runs after one warm-up (--task-prompts: per example, default 3)");
   c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");
   c->add_option("-d,--depth", a->depth, "Also measure tg at this context depth");
   c->add_option("-b,--batch-size", a->n_batch, "Rows per prefill pass (default 128; llama-bench's -ub)");
   c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
   c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (the mapping is shared between processes and gets 2 MiB pages too: docs/performance.md)");
-  c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram or draft")
-      ->check(CLI::IsMember({"none", "ngram", "draft"}));
+  c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram, draft or block (-md)")
+      ->check(CLI::IsMember({"none", "ngram", "draft", "block"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k (1..16); the verify row measures k + 1 rows");
-  c->add_option("--model-draft", a->draft_model, "Draft model for --spec draft (same tokenizer; also -md)");
+  c->add_option("--model-draft", a->draft_model,
+                 "Draft model for --spec draft (same tokenizer) or block drafter for --spec block (also -md)");
+  c->add_option("--task-prompts", a->task_prompts,
+                 "Per-task report instead of the rows: plain vs speculative greedy decoding of each example's chat "
+                 "prompt in this task JSONL (pocket-train make-tasks), side by side; exit 1 if any output differs");
+  c->add_option("--per-task", a->per_task, "With --task-prompts: examples per task, the first in the file (default 20)");
   c->add_option("-f,--file", a->prompt_file, "Prompt text for the speculative rows (default: -p random tokens)");
   c->add_flag("--spec-only", a->spec_only, "Only the speculative rows");
   c->add_flag("--no-spec-fallback", a->no_spec_fallback,
@@ -304,7 +336,8 @@ void register_bench(CLI::App& app) {
   c->add_option("--constrain-source", a->source_file, "Source text for grounded (copy) strings in the constrained rows");
   c->add_flag("--verify-curve", a->verify_curve,
               "Measure the verify pass for every row count from 2 to k + 1 against a decode step (to choose k)");
-  c->callback([a] {
+  c->callback([a, reps] {
+    a->reps_given = reps->count() > 0;
     if (int rc = bench(*a); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
