@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "format/package.h"
+#include "model/memory_plan.h"
 #include "model/model.h"
 #include "speculative/block_drafter_format.h"
 #include "speculative/drafter.h"
@@ -58,6 +59,9 @@ class BlockDrafterModel {
   // Bytes a drafter session for a target context of n_ctx positions allocates (its KV cache, scratch and
   // block logits), for the session's memory plan. The package's own bytes are package().file_size().
   uint64_t session_bytes(int64_t n_ctx, int64_t n_threads) const;
+  // The same split like a session's plan: weights = the package's bytes, kv_cache = the drafter's f16 cache
+  // of n_ctx + block_size positions per layer, activations = its scratch, logits = [block_size][n_vocab].
+  MemoryPlan session_plan(int64_t n_ctx, int64_t n_threads) const;
 
  private:
   explicit BlockDrafterModel(Package pkg) : package_(std::move(pkg)) {}
@@ -89,8 +93,10 @@ class PackagedBlockDrafter final : public BlockDrafter {
   // The block rows' logits of the last propose() that drafted: [block_size][n_vocab], row r-1 for the guess
   // of t_{n-1+r} (tests compare them with the torch module's).
   std::span<const float> last_logits() const;
-  // Context positions whose features the drafter holds (0 .. n_observed-1).
+  // Context positions whose features the drafter holds (0 .. n_observed-1). A report that would leave a
+  // gap (pos0 > n_observed) is dropped, so the drafter proposes nothing until a report fills it.
   int64_t n_observed() const;
+  const BlockDrafterModel& model() const;
 
  private:
   struct Impl;

@@ -19,7 +19,7 @@ Expected<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "ngram") return SpecMethod::kNgram;
   if (name == "draft") return SpecMethod::kDraftModel;
   if (name == "block") return SpecMethod::kBlock;
-  return invalid_argument("[speculative] unknown method '" + std::string(name) + "' (expected none, ngram or draft)");
+  return invalid_argument("[speculative] unknown method '" + std::string(name) + "' (expected none, ngram, draft or block)");
 }
 
 const char* spec_method_name(SpecMethod m) {
@@ -61,18 +61,27 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
   if (opts.n_threads < 0 || opts.n_threads > 512) return invalid_argument("[speculative] n_threads must be 0..512");
   if (opts.n_batch < 0) return invalid_argument("[speculative] n_batch must be >= 0");
   const bool custom = drafter != nullptr;
+  std::shared_ptr<const BlockDrafterModel> block;  // kBlock: the drafter package, loaded before the target's
+                                                   // shape is fixed (it names the layers the target keeps)
   if (!custom && spec.method == SpecMethod::kBlock) {
-    return load_block_drafter(spec.draft_model_path, target, opts.n_ctx, nullptr).take_status();
+    if (spec.draft_model_path.empty()) {
+      return invalid_argument("[speculative] --spec block needs a block drafter package (-md DRAFTER.pocket, "
+                              "written by pocket-train drafter for this target)");
+    }
+    POCKET_ASSIGN_OR_RETURN(block, BlockDrafterModel::load(spec.draft_model_path, spec.draft_open));
+    POCKET_RETURN_IF_ERROR(block->config().check_target(*target));
   }
   if (!custom && spec.method == SpecMethod::kDraftModel && spec.draft_model == nullptr &&
       spec.draft_model_path.empty()) {
     return invalid_argument("[speculative] --spec draft needs a draft model (-md DRAFT.pocket)");
   }
 
-  std::unique_ptr<SpeculativeSession> s(new SpeculativeSession(spec.draft_max, spec.adaptive, spec.fallback));
+  // A block drafter proposes at most its block per pass.
+  const int32_t k_max = block != nullptr ? std::min(spec.draft_max, block->config().block_size) : spec.draft_max;
+  std::unique_ptr<SpeculativeSession> s(new SpeculativeSession(k_max, spec.adaptive, spec.fallback));
   s->model_ = target;
   const int threads = opts.n_threads > 0 ? opts.n_threads : ThreadPool::default_threads();
-  const int64_t rows = spec.draft_max + 1;
+  const int64_t rows = k_max + 1;
   SessionShape shape;
   shape.n_ctx = opts.n_ctx;
   shape.n_batch = opts.n_batch > 0 ? std::max<int64_t>(opts.n_batch, rows) : 0;
@@ -83,13 +92,47 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
     shape.hidden_layers.assign(layers.begin(), layers.end());
   }
   s->pool_ = std::make_unique<ThreadPool>(threads);
-  POCKET_ASSIGN_OR_RETURN(s->transformer_, Transformer::create(target, shape, s->pool_.get(), opts.mem_budget_bytes));
+  MemoryPlan block_plan;
+  if (block != nullptr) {
+    // The drafter's bytes (package + session) come out of the budget first; when the target alone fits
+    // but not both, the session decodes plainly and says why (spec_disabled_reason()).
+    const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : target->config().context_length;
+    block_plan = block->session_plan(n_ctx, threads);
+    const uint64_t budget = opts.mem_budget_bytes, need = block_plan.total();
+    shape.hidden_layers = block->config().target_layers;
+    if (budget == 0 || need < budget) {
+      auto tf = Transformer::create(target, shape, s->pool_.get(), budget == 0 ? 0 : budget - need);
+      if (tf) {
+        s->transformer_ = std::move(*tf);
+      } else if (tf.status().code() != ErrorCode::kOutOfMemory) {
+        return tf.status();
+      }
+    }
+    if (s->transformer_ == nullptr) {
+      shape.hidden_layers.clear();
+      s->spec_disabled_reason_ =
+          "the block drafter needs " + std::to_string(need >> 20) + " MiB (package " +
+          std::to_string(block_plan.weights >> 20) + " MiB, session " + std::to_string(block_plan.session_total() >> 20) +
+          " MiB), more than the memory budget of " + std::to_string(budget >> 20) +
+          " MiB leaves beside the target; decoding without speculation";
+      block.reset();
+      block_plan = MemoryPlan{};
+    }
+  }
+  if (s->transformer_ == nullptr) {
+    POCKET_ASSIGN_OR_RETURN(s->transformer_, Transformer::create(target, shape, s->pool_.get(), opts.mem_budget_bytes));
+  }
   if (s->transformer_->shape().n_logit_rows < rows) {  // n_ctx itself smaller than k + 1
     return invalid_argument("[speculative] a context of " + std::to_string(s->transformer_->n_ctx()) +
                             " positions cannot hold a verify batch of k + 1 = " + std::to_string(rows) + " rows");
   }
   if (custom) {
     s->drafter_ = std::move(drafter);
+  } else if (spec.method == SpecMethod::kBlock) {
+    if (block != nullptr) {
+      POCKET_ASSIGN_OR_RETURN(s->drafter_, PackagedBlockDrafter::create(target, std::move(block),
+                                                                        s->transformer_->n_ctx(), s->pool_.get()));
+    }
   } else if (spec.method == SpecMethod::kNgram) {
     POCKET_ASSIGN_OR_RETURN(s->drafter_, NgramDrafter::create(spec.ngram));
   } else if (spec.method == SpecMethod::kDraftModel) {
@@ -100,6 +143,14 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
     }
     POCKET_ASSIGN_OR_RETURN(s->drafter_, DraftModelDrafter::create(std::move(draft), *target,
                                                                    s->transformer_->n_ctx(), s->pool_.get(), label));
+  }
+  s->plan_ = s->transformer_->plan();
+  if (s->drafter_ != nullptr && block_plan.total() > 0) {  // the block drafter's bytes beside the target's
+    s->plan_.weights += block_plan.weights;
+    s->plan_.kv_cache += block_plan.kv_cache;
+    s->plan_.activations += block_plan.activations;
+    s->plan_.logits += block_plan.logits;
+    s->drafter_plan_ = block_plan;
   }
   s->history_.reserve(static_cast<size_t>(s->transformer_->n_ctx()));
   s->batch_.assign(static_cast<size_t>(kMaxDraft + 1), 0);

@@ -21,7 +21,7 @@ namespace pocket {
 
 enum class SpecMethod { kNone, kNgram, kDraftModel, kBlock };
 
-// "none", "ngram", "draft", "block" (the last is refused at creation until the block drafter is trained).
+// "none", "ngram", "draft", "block" (the block drafter package is SpeculativeOptions::draft_model_path).
 Expected<SpecMethod> parse_spec_method(std::string_view name);
 const char* spec_method_name(SpecMethod m);
 
@@ -32,7 +32,7 @@ struct SpeculativeOptions {
   SpecFallbackOptions fallback;  // decode plainly while speculation is measured slower (spec_fallback.h)
   NgramOptions ngram;
   std::shared_ptr<const Model> draft_model;  // kDraftModel: an already loaded draft, or
-  std::string draft_model_path;              // ... the package to load,
+  std::string draft_model_path;              // ... the package to load (kBlock: the drafter package),
   OpenOptions draft_open;                    // ... opened this way (mapped or read, like the target)
 };
 
@@ -70,7 +70,13 @@ class SpeculativeSession {
   Transformer& transformer() { return *transformer_; }
   int64_t n_past() const { return transformer_->n_past(); }
   int32_t n_threads() const { return pool_->n_threads(); }
-  const MemoryPlan& plan() const { return transformer_->plan(); }
+  // The target's plan plus, with a block drafter, the drafter's package and session bytes (drafter_plan()).
+  const MemoryPlan& plan() const { return plan_; }
+  // The block drafter's share of plan(): zero without one.
+  const MemoryPlan& drafter_plan() const { return drafter_plan_; }
+  // Non-empty when the requested speculation was switched off at creation and the session decodes plainly:
+  // why (a block drafter that does not fit the memory budget beside the target).
+  const std::string& spec_disabled_reason() const { return spec_disabled_reason_; }
   const std::vector<int32_t>& history() const { return history_; }
   const SpecStats& spec_stats() const { return spec_stats_; }
   const SpecFallback& fallback() const { return fallback_; }
@@ -88,6 +94,8 @@ class SpeculativeSession {
   std::unique_ptr<ThreadPool> pool_;  // declared before the drafter, which may borrow it
   std::unique_ptr<Transformer> transformer_;
   std::unique_ptr<Drafter> drafter_;
+  MemoryPlan plan_, drafter_plan_;
+  std::string spec_disabled_reason_;
   AdaptiveDraftLength draft_len_;
   SpecFallback fallback_;
   int32_t draft_max_;

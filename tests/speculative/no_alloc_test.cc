@@ -9,6 +9,7 @@
 
 #include "spec_fixture.h"
 #include "speculative/block_drafter.h"
+#include "speculative/block_drafter_synth.h"
 
 static std::atomic<uint64_t> g_allocs{0};
 void* operator new(std::size_t n) {
@@ -107,6 +108,26 @@ TEST(SpeculativeSession, HiddenStateReportsAllocateNothingPerToken) {
   expect_no_allocation_per_token(**s, "hidden-state reports");
   EXPECT_EQ(d->rows, (*s)->n_past());  // every context position reported once
   EXPECT_TRUE(std::isfinite(d->sum));
+}
+
+// The packaged block drafter (random weights, 4-bit like the target so the dispatched kernels run): its
+// features, block pass and drafts allocate nothing either.
+TEST(SpeculativeSession, BlockDrafterAllocatesNothingPerToken) {
+  auto model = testing::tiny_model(11, DType::kQ4G32);
+  testing::TempDir dir;
+  const std::string path = dir.file("drafter.pocket");
+  BlockDrafterSynthOptions o;
+  o.dtype = DType::kQ4G32;
+  ASSERT_TRUE(write_random_block_drafter(*model, o, path).is_ok());
+  SpeculativeOptions spec;
+  spec.method = SpecMethod::kBlock;
+  spec.draft_model_path = path;
+  spec.fallback.enabled = false;
+  SessionOptions so;
+  so.n_threads = 2;
+  auto s = SpeculativeSession::create(model, so, spec);
+  ASSERT_TRUE(s) << s.status().to_string();
+  expect_no_allocation_per_token(**s, "block drafter");
 }
 
 }  // namespace
