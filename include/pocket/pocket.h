@@ -77,9 +77,12 @@ typedef struct pocket_session_params {
   int32_t n_batch;          /* 0: min(n_ctx, 128) */
   uint64_t mem_budget_bytes; /* 0: none; otherwise creation fails with POCKET_ERR_OUT_OF_MEMORY if the plan exceeds it */
   /* Speculative decoding (lossless: greedy output is unchanged, sampling keeps the model's distribution). */
-  int32_t spec_method;      /* POCKET_SPEC_NONE (default), POCKET_SPEC_NGRAM or POCKET_SPEC_DRAFT */
+  int32_t spec_method;      /* POCKET_SPEC_NONE (default), POCKET_SPEC_NGRAM, POCKET_SPEC_DRAFT or POCKET_SPEC_BLOCK */
   int32_t draft_max;        /* longest draft k, 1..16 (default 8); out of range: POCKET_ERR_INVALID_ARGUMENT */
-  const char* draft_model;  /* POCKET_SPEC_DRAFT: path of a .pocket with the same tokenizer (else
+  const char* draft_model;  /* POCKET_SPEC_DRAFT: path of a .pocket with the same tokenizer; POCKET_SPEC_BLOCK:
+                               path of the block drafter package trained for this model (a drafter for
+                               another model, or a model given as the drafter: POCKET_ERR_INVALID_ARGUMENT
+                               with the reason in pocket_last_error()). Required by both (else
                                POCKET_ERR_INVALID_ARGUMENT); copied, need not outlive the call */
   int32_t spec_fallback;    /* 1 (default): decode plainly while speculation is measured slower on this
                                machine and text (output unchanged either way); 0: always speculate */
@@ -88,6 +91,10 @@ typedef struct pocket_session_params {
 #define POCKET_SPEC_NONE 0  /* plain decoding */
 #define POCKET_SPEC_NGRAM 1 /* prompt lookup: drafts copy earlier text (extraction, edits, quoting) */
 #define POCKET_SPEC_DRAFT 2 /* a smaller model drafts (params.draft_model) */
+#define POCKET_SPEC_BLOCK 3 /* a block drafter proposes up to 8 tokens per pass from the model's hidden states
+                               (params.draft_model; docs/speculative.md). Its bytes count towards
+                               mem_budget_bytes: when the model fits the budget but not both, the session
+                               decodes plainly (pocket_session_spec_off_reason says so) */
 
 pocket_session_params pocket_session_default_params(void);
 pocket_status pocket_session_create(const pocket_model* model, const pocket_session_params* params,
@@ -148,6 +155,10 @@ typedef struct pocket_spec_stats {
 
 /* POCKET_ERR_INVALID_ARGUMENT when session or out is NULL. */
 pocket_status pocket_session_spec_stats(const pocket_session* session, pocket_spec_stats* out);
+/* Why the speculation asked for was switched off at creation, the session decoding plainly (a block drafter
+ * that does not fit mem_budget_bytes beside the model), or "" when it speculates as asked, was created
+ * without speculation, or session is NULL. Owned by the session, valid until it is freed. */
+const char* pocket_session_spec_off_reason(const pocket_session* session);
 
 
 /* App tasks (docs/tasks.md, "The task layer") -------------------------------------------------------------- */

@@ -88,6 +88,8 @@ class Session {
     if (get() != nullptr) (void)pocket_session_spec_stats(get(), &st);
     return st;
   }
+  // Why the speculation asked for was switched off at creation ("" when it speculates as asked).
+  std::string spec_off_reason() const { return pocket_session_spec_off_reason(get()); }
 
  private:
   explicit Session(pocket_session* s) : s_(s, &pocket_session_free) {}

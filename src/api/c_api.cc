@@ -162,6 +162,7 @@ pocket_status pocket_session_create(const pocket_model* m, const pocket_session_
       pocket::SpeculativeOptions spec;
       if (p.spec_method == POCKET_SPEC_NGRAM) spec.method = pocket::SpecMethod::kNgram;
       else if (p.spec_method == POCKET_SPEC_DRAFT) spec.method = pocket::SpecMethod::kDraftModel;
+      else if (p.spec_method == POCKET_SPEC_BLOCK) spec.method = pocket::SpecMethod::kBlock;
       else return fail(POCKET_ERR_INVALID_ARGUMENT, "pocket_session_create: unknown spec_method " +
                                                         std::to_string(p.spec_method));
       spec.draft_max = p.draft_max;
@@ -210,6 +211,11 @@ pocket_status pocket_session_spec_stats(const pocket_session* s, pocket_spec_sta
     out->acceptance_rate = st.acceptance_rate();
     return POCKET_OK;
   });
+}
+
+const char* pocket_session_spec_off_reason(const pocket_session* s) {
+  if (s == nullptr || !s->spec) return "";
+  return s->spec->spec_disabled_reason().c_str();
 }
 
 void pocket_session_cancel(pocket_session* s) {

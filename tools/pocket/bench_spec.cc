@@ -66,6 +66,8 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   if (!plain) return report("bench", plain.status());
   auto specs = SpeculativeSession::create(*model, so, spec);
   if (!specs) return report("bench", specs.status());
+  const std::string& off = (*specs)->spec_disabled_reason();
+  if (!off.empty()) std::fprintf(stderr, "pocket bench: speculation off, decoding plainly: %s\n", off.c_str());
 
   GenerateOptions go;
   go.n_predict = a.n_gen;
@@ -151,7 +153,8 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
                               {"verify_rows", rows},
                               {"verify_ms", last.verify_s * 1e3},
                               {"decode_step_ms", last.step_s * 1e3},
-                              {"verify_cost_ratio", last.ratio()}};
+                              {"verify_cost_ratio", last.ratio()},
+                              {"spec_disabled_reason", off}};
     if (a.verify_curve) {
       nlohmann::json c = nlohmann::json::array();
       for (const VerifyCost& v : curve) {

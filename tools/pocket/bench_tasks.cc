@@ -139,6 +139,8 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
   if (!plain) return report("bench", plain.status());
   auto specs = SpeculativeSession::create(*model, so, spec);
   if (!specs) return report("bench", specs.status());
+  const std::string& off = (*specs)->spec_disabled_reason();
+  if (!off.empty()) std::fprintf(stderr, "pocket bench: speculation off, decoding plainly: %s\n", off.c_str());
 
   GenerateOptions go;
   go.n_predict = a.n_gen;
@@ -260,7 +262,8 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
     (*json)["task_bench"] = {{"method", a.method}, {"draft_model", a.draft_model}, {"draft_max", a.draft_max},
                              {"tasks_file", a.tasks_file}, {"per_task", a.per_task}, {"n_gen", a.n_gen},
                              {"reps", a.reps}, {"threads", (*specs)->n_threads()}, {"fallback", a.fallback},
-                             {"rows", rows}, {"outputs_identical", all_same}, {"differences", differences}};
+                             {"rows", rows}, {"outputs_identical", all_same}, {"differences", differences},
+                             {"spec_disabled_reason", off}};
   } else {
     std::printf("| task | lang | n | tokens | plain t/s | spec t/s | speed-up | tokens/pass | tau | acceptance | "
                 "plain passes | identical |\n");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "spec_flags.h"
 #include "core/bandwidth_probe.h"
 #include "bench_constrain.h"
 #include "bench_spec.h"
@@ -285,6 +286,7 @@ TaskBenchArgs task_args(const BenchArgs& a) {
 // The rows, then the constrained-decoding rows once the rows' thread pool and session are gone (their idle
 // workers must not share the cores with the constrained session's). With --task-prompts, only the per-task report.
 int bench(const BenchArgs& a) {
+  if (Status st = check_spec_flags("bench", a.spec, a.draft_model); !st.is_ok()) return report("bench", st);
   if (!a.task_prompts.empty()) {
     if (a.output != "json") return bench_tasks(task_args(a), nullptr);
     nlohmann::json j;
@@ -317,11 +319,10 @@ void register_bench(CLI::App& app) {
   c->add_option("-o,--output", a->output, "md or json")->check(CLI::IsMember({"md", "json"}));
   c->add_flag("--no-probe", a->no_probe, "Skip the bandwidth probe (no roofline figure)");
   c->add_flag("--no-mmap", a->no_mmap, "Read the package into huge-page memory instead of mapping it (the mapping is shared between processes and gets 2 MiB pages too: docs/performance.md)");
-  c->add_option("--spec", a->spec, "Also compare speculative decoding with plain: none, ngram, draft or block (-md)")
+  c->add_option("--spec", a->spec, std::string(kSpecHelp) + "; compared with plain decoding")
       ->check(CLI::IsMember({"none", "ngram", "draft", "block"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k (1..16); the verify row measures k + 1 rows");
-  c->add_option("--model-draft", a->draft_model,
-                 "Draft model for --spec draft (same tokenizer) or block drafter for --spec block (also -md)");
+  c->add_option("--model-draft", a->draft_model, kModelDraftHelp);
   c->add_option("--task-prompts", a->task_prompts,
                  "Per-task report instead of the rows: plain vs speculative greedy decoding of each example's chat "
                  "prompt in this task JSONL (pocket-train make-tasks), side by side; exit 1 if any output differs");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "spec_flags.h"
 #include "tokenizer/chat_template.h"
 #include "core/process_memory.h"
 #include "generate/chat_prompt.h"
@@ -44,6 +45,7 @@ int run(const RunArgs& a) {
     ss << in.rdbuf();
     prompt = ss.str();
   }
+  if (Status st = check_spec_flags("run", a.spec, a.draft_model); !st.is_ok()) return report("run", st);
   const MemoryReading before = read_process_memory();
   OpenOptions open;
   open.load = a.no_mmap ? FileLoad::kRead : FileLoad::kMap;
@@ -71,6 +73,9 @@ int run(const RunArgs& a) {
     auto session = SpeculativeSession::create(*model, so, spec);
     if (!session) return report("run", session.status());
     specs = std::move(*session);
+    if (!specs->spec_disabled_reason().empty()) {
+      std::fprintf(stderr, "pocket run: speculation off, decoding plainly: %s\n", specs->spec_disabled_reason().c_str());
+    }
   }
 
   const std::string shown = prompt;  // echoed as typed, without the template's markup
@@ -140,13 +145,16 @@ int run(const RunArgs& a) {
   if (!st.is_ok()) return report("run", st);
   const MemoryReading after = read_process_memory();
   const uint64_t peak_increase = after.peak_rss_bytes > before.rss_bytes ? after.peak_rss_bytes - before.rss_bytes : 0;
+  const uint64_t drafter_bytes = specs ? specs->drafter_plan().weights : 0;  // a block drafter's package
+  const std::string package = format_bytes((*model)->package().file_size()) +
+                              (drafter_bytes > 0 ? " + drafter " + format_bytes(drafter_bytes) : std::string());
   std::fprintf(stderr,
                "\npocket run: prompt %lld tokens, generated %lld tokens | prefill %.2f tok/s, decode %.2f tok/s | "
                "%d threads | package %s | peak memory increase %s\n",
                static_cast<long long>(stats.n_prompt), static_cast<long long>(stats.n_generated), stats.prefill_tps(),
-               stats.decode_tps(), plain ? plain->n_threads() : specs->n_threads(), format_bytes((*model)->package().file_size()).c_str(),
+               stats.decode_tps(), plain ? plain->n_threads() : specs->n_threads(), package.c_str(),
                format_bytes(peak_increase).c_str());
-  if (specs) {
+  if (specs && specs->spec_disabled_reason().empty()) {
     const SpecStats& ss = specs->spec_stats();
     std::fprintf(stderr, "speculative (%s, k <= %d): %lld target passes, %.2f tokens per pass, %lld of %lld drafted "
                  "tokens accepted (%.1f%%); %lld passes plain (speculation measured slower)\n", a.spec.c_str(),
@@ -186,10 +194,9 @@ void register_run(CLI::App& app) {
   c->add_option("--grammar-file", a->grammar_file, "Constrain the output to the GBNF grammar in this file");
   c->add_option("-j,--json-schema", a->json_schema, "Constrain the output to JSON valid against this schema (given as text)");
   c->add_option("--json-schema-file", a->json_schema_file, "Constrain the output to JSON valid against the schema in this file");
-  c->add_option("--spec", a->spec, "Speculative decoding: none, ngram (prompt lookup) or draft (-md)")
-      ->check(CLI::IsMember({"none", "ngram", "draft"}));
+  c->add_option("--spec", a->spec, kSpecHelp)->check(CLI::IsMember({"none", "ngram", "draft", "block"}));
   c->add_option("--draft-max", a->draft_max, "Longest draft k, 1..16 (adapted down when acceptance drops)");
-  c->add_option("--model-draft", a->draft_model, "Draft model for --spec draft: a .pocket with the same tokenizer (-md)");
+  c->add_option("--model-draft", a->draft_model, kModelDraftHelp);
   c->add_flag("--no-spec-fallback", a->no_spec_fallback,
               "Always speculate (default: decode plainly while speculation is measured slower)");
   c->callback([a] {
