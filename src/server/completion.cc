@@ -1,6 +1,8 @@
 // Request → tokens → generation → OpenAI response, for both endpoints (see completion.h).
 #include "server/completion.h"
 
+#include <span>
+
 #include <algorithm>
 
 #include "server/stop_matcher.h"
@@ -80,9 +82,15 @@ Expected<PreparedCompletion> prepare_completion(const Model& model, int64_t n_ct
   return p;
 }
 
-Status run_completion(Session& s, PreparedCompletion& p, std::atomic<bool>& cancel,
-                      const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
-                      CompletionResult* out) {
+namespace {
+
+// Generates through `generate` (a plain or a speculative session's generate_tokens).
+using GenerateFn = std::function<Status(std::span<const int32_t>, const GenerateOptions&, const TokenCallback&,
+                                        const std::atomic<bool>*, GenerateStats*)>;
+
+Status run_with(const GenerateFn& generate, PreparedCompletion& p, std::atomic<bool>& cancel,
+                const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
+                CompletionResult* out) {
   *out = CompletionResult{};
   StopMatcher stops(p.stop);
   bool gone = false;
@@ -104,7 +112,7 @@ Status run_completion(Session& s, PreparedCompletion& p, std::atomic<bool>& canc
     return !stops.stopped();
   };
   p.options.constraint = p.constraint.get();
-  Status st = s.generate_tokens(p.prompt_ids, p.options, on_token, &cancel, &out->stats);
+  Status st = generate(p.prompt_ids, p.options, on_token, &cancel, &out->stats);
   if (gone) return Status(ErrorCode::kCancelled, "[server] the client closed the connection");
   POCKET_RETURN_IF_ERROR(st);
   if (!stops.stopped()) {
@@ -119,18 +127,54 @@ Status run_completion(Session& s, PreparedCompletion& p, std::atomic<bool>& canc
   return Status::ok();
 }
 
+}  // namespace
+
+Status run_completion(Session& s, PreparedCompletion& p, std::atomic<bool>& cancel,
+                      const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
+                      CompletionResult* out) {
+  const GenerateFn gen = [&s](std::span<const int32_t> ids, const GenerateOptions& o, const TokenCallback& cb,
+                              const std::atomic<bool>* c, GenerateStats* st) {
+    return s.generate_tokens(ids, o, cb, c, st);
+  };
+  return run_with(gen, p, cancel, emit, client_alive, out);
+}
+
+Status run_completion(SpeculativeSession& s, PreparedCompletion& p, std::atomic<bool>& cancel,
+                      const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
+                      CompletionResult* out) {
+  if (p.constraint != nullptr) {
+    return Status(ErrorCode::kInternal, "[server] a constrained completion reached a speculative session");
+  }
+  const GenerateFn gen = [&s](std::span<const int32_t> ids, const GenerateOptions& o, const TokenCallback& cb,
+                              const std::atomic<bool>* c, GenerateStats* st) {
+    return s.generate_tokens(ids, o, cb, c, st);
+  };
+  POCKET_RETURN_IF_ERROR(run_with(gen, p, cancel, emit, client_alive, out));
+  out->speculative = true;
+  out->spec = s.spec_stats();
+  return Status::ok();
+}
+
 json usage_json(const GenerateStats& st) {
   return json{{"prompt_tokens", st.n_prompt},
               {"completion_tokens", st.n_generated},
               {"total_tokens", st.n_prompt + st.n_generated}};
 }
 
-json timings_json(const GenerateStats& st, double queue_ms) {
-  return json{{"queue_ms", queue_ms},
-              {"prompt_ms", st.prefill_seconds * 1e3},
-              {"prompt_per_second", st.prefill_tps()},
-              {"predicted_ms", st.decode_seconds * 1e3},
-              {"predicted_per_second", st.decode_tps()}};
+json timings_json(const CompletionResult& r, double queue_ms) {
+  const GenerateStats& st = r.stats;
+  json t{{"queue_ms", queue_ms},
+         {"prompt_ms", st.prefill_seconds * 1e3},
+         {"prompt_per_second", st.prefill_tps()},
+         {"predicted_ms", st.decode_seconds * 1e3},
+         {"predicted_per_second", st.decode_tps()}};
+  if (r.speculative) {
+    t["draft_n"] = r.spec.n_drafted;
+    t["draft_n_accepted"] = r.spec.n_accepted;
+    t["target_passes"] = r.spec.n_passes;
+    t["plain_passes"] = r.spec.n_plain;
+  }
+  return t;
 }
 
 json completion_response(const CompletionRequest& req, const std::string& id, int64_t created, const std::string& model,
@@ -147,7 +191,7 @@ json completion_response(const CompletionRequest& req, const std::string& id, in
               {"model", model},
               {"choices", json::array({choice})},
               {"usage", usage_json(r.stats)},
-              {"timings", timings_json(r.stats, queue_ms)}};
+              {"timings", timings_json(r, queue_ms)}};
 }
 
 json completion_chunk(const CompletionRequest& req, const std::string& id, int64_t created, const std::string& model,

@@ -90,6 +90,16 @@ struct StreamState {
   double queue_ms = 0;
 };
 
+// A completion on the lease's speculative session when the server speculates and the request is
+// unconstrained (constrained decoding runs without speculation), else on its plain session.
+Status generate(const SessionPool::Lease& lease, PreparedCompletion& p, const std::function<bool(std::string_view)>& emit,
+                const std::function<bool()>& client_alive, CompletionResult* out) {
+  if (lease.spec_session() != nullptr && p.constraint == nullptr) {
+    return run_completion(*lease.spec_session(), p, lease.cancel(), emit, client_alive, out);
+  }
+  return run_completion(lease.session(), p, lease.cancel(), emit, client_alive, out);
+}
+
 bool write_event(httplib::DataSink& sink, const std::string& data) {
   const std::string ev = "data: " + data + "\n\n";
   return sink.write(ev.data(), ev.size());
@@ -153,7 +163,7 @@ void Server::Impl::completion(const httplib::Request& hreq, httplib::Response& r
 
   if (!req.stream) {
     CompletionResult r;
-    Status st = run_completion(lease.session(), *prepared, lease.cancel(), nullptr, [&] { return probe.alive(); }, &r);
+    Status st = generate(lease, *prepared, nullptr, [&] { return probe.alive(); }, &r);
     lease.release();
     count(st);
     if (!st.is_ok()) return send_error(res, api_error_from(st));
@@ -185,8 +195,7 @@ void Server::Impl::completion(const httplib::Request& hreq, httplib::Response& r
         // The role goes out at once, so a client sees the stream open before the first token.
         if (s.req.chat && !emit("")) return false;
         CompletionResult r;
-        Status st = run_completion(s.lease.session(), s.prepared, s.lease.cancel(), emit,
-                                   [&] { return s.probe.alive(); }, &r);
+        Status st = generate(s.lease, s.prepared, emit, [&] { return s.probe.alive(); }, &r);
         s.lease.release();
         s.impl->count(st);
         if (!st.is_ok()) {
@@ -198,7 +207,7 @@ void Server::Impl::completion(const httplib::Request& hreq, httplib::Response& r
         }
         json last = completion_chunk(s.req, s.id, s.created, s.model, "", false, r.finish_reason);
         last["usage"] = usage_json(r.stats);
-        last["timings"] = timings_json(r.stats, s.queue_ms);
+        last["timings"] = timings_json(r, s.queue_ms);
         if (!write_event(sink, dump_json(last))) return false;
         if (s.req.include_usage) {  // OpenAI's stream_options.include_usage: a chunk with usage, no choices
           json u = completion_chunk(s.req, s.id, s.created, s.model, "", false, "");
@@ -325,6 +334,8 @@ void Server::Impl::routes() {
   });
 }
 
+const std::string& Server::spec_off_reason() const { return impl_->pool->spec_off_reason(); }
+
 int64_t Server::n_ctx() const { return impl_->pool->n_ctx(); }
 
 SessionPool& Server::pool_for_testing() { return *impl_->pool; }
@@ -344,6 +355,8 @@ Expected<std::unique_ptr<Server>> Server::create(std::shared_ptr<const Model> mo
   PoolOptions po;
   po.n_slots = opts.n_parallel;
   po.max_queue = opts.max_queue;
+  po.speculate = opts.speculate;
+  po.spec = opts.spec;
   POCKET_ASSIGN_OR_RETURN(impl->pool, SessionPool::create(std::move(model), so, po));
   impl->id_prefix = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   impl->created = static_cast<int64_t>(std::time(nullptr));

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "generate/session.h"
+#include "speculative/speculative_session.h"
 
 namespace pocket::server {
 
@@ -27,6 +28,11 @@ struct ServerOptions {
   int32_t max_json_depth = 64;     // deeper request JSON: 400
   int32_t read_timeout_s = 10;     // a client that sends nothing for this long is dropped
   int32_t retry_after_s = 1;       // the Retry-After of a 503
+  // Speculative decoding of completions (`pocket serve --spec`): each session also holds a speculative
+  // session with `spec`; completions with response_format and /v1/tasks run without it. Lossless: greedy
+  // responses are the plain ones.
+  bool speculate = false;
+  SpeculativeOptions spec;
 };
 
 class Server {
@@ -47,6 +53,8 @@ class Server {
   void shutdown(std::chrono::milliseconds grace);
 
   int64_t n_ctx() const;  // each session's context length, tokens
+  // Why the speculation asked for is off (a block drafter beyond --mem-budget); "" when on or not asked.
+  const std::string& spec_off_reason() const;
 
   // For tests: the sessions (holding a slot makes the server busy without timing games).
   SessionPool& pool_for_testing();

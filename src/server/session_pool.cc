@@ -15,6 +15,7 @@ SessionPool::Lease& SessionPool::Lease::operator=(Lease&& o) noexcept {
 }
 
 Session& SessionPool::Lease::session() const { return *pool_->slots_[slot_]->session; }
+SpeculativeSession* SessionPool::Lease::spec_session() const { return pool_->slots_[slot_]->spec.get(); }
 std::atomic<bool>& SessionPool::Lease::cancel() const { return pool_->slots_[slot_]->cancel; }
 
 void SessionPool::Lease::release() {
@@ -33,12 +34,25 @@ Expected<std::unique_ptr<SessionPool>> SessionPool::create(std::shared_ptr<const
   }
   std::unique_ptr<SessionPool> pool(new SessionPool());
   pool->max_queue_ = po.max_queue;
+  SpeculativeOptions spec = po.spec;
+  if (po.speculate && spec.method == SpecMethod::kDraftModel && spec.draft_model == nullptr) {
+    if (spec.draft_model_path.empty()) {
+      return invalid_argument("[server] --spec draft needs a draft model (--model-draft DRAFT.pocket)");
+    }
+    POCKET_ASSIGN_OR_RETURN(spec.draft_model, Model::load(spec.draft_model_path, spec.draft_open));  // one for all
+  }
   for (int32_t i = 0; i < po.n_slots; ++i) {
     auto s = Session::create(model, so);
     if (!s) return s.status();
     pool->n_ctx_ = (*s)->transformer().n_ctx();
     auto slot = std::make_unique<Slot>();
     slot->session = std::move(*s);
+    if (po.speculate) {
+      SessionOptions spec_so = so;
+      spec_so.n_ctx = pool->n_ctx_;  // the same context as the plain session: a request fits both
+      POCKET_ASSIGN_OR_RETURN(slot->spec, SpeculativeSession::create(model, spec_so, spec));
+      pool->spec_off_reason_ = slot->spec->spec_disabled_reason();
+    }
     pool->slots_.push_back(std::move(slot));
   }
   return pool;
@@ -81,7 +95,8 @@ AcquireError SessionPool::acquire(Lease* out, const std::function<bool()>& keep_
 
 void SessionPool::give_back(int32_t slot) {
   Slot& s = *slots_[slot];
-  s.session->reset();  // outside the lock: only this lease's holder touches the session
+  s.session->reset();  // outside the lock: only this lease's holder touches the sessions
+  if (s.spec) s.spec->reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.busy = false;

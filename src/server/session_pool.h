@@ -9,16 +9,22 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "generate/session.h"
+#include "speculative/speculative_session.h"
 
 namespace pocket::server {
 
 struct PoolOptions {
   int32_t n_slots = 1;     // sessions, i.e. requests generating at once
   int32_t max_queue = 16;  // requests waiting for a slot at most; one more is refused (HTTP 503)
+  // With `speculate`, each slot also holds a speculative session (its own KV cache and drafter) for the
+  // unconstrained completions; constrained ones and tasks run on the plain session.
+  bool speculate = false;
+  SpeculativeOptions spec{};
 };
 
 enum class AcquireError { kNone, kBusy, kClosed, kGaveUp };
@@ -37,6 +43,8 @@ class SessionPool {
 
     bool valid() const { return pool_ != nullptr; }
     Session& session() const;
+    // The slot's speculative session, or null when the pool was created without speculation.
+    SpeculativeSession* spec_session() const;
     // Raised by cancel_all() (shutdown) and by the request itself (client gone); the session checks it
     // between layers in prefill and between tokens in decode.
     std::atomic<bool>& cancel() const;
@@ -70,12 +78,15 @@ class SessionPool {
 
   int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
   int64_t n_ctx() const { return n_ctx_; }  // every session's context length, tokens
+  // Why speculation asked for is off (a block drafter beyond the memory budget); "" when it is on or not asked.
+  const std::string& spec_off_reason() const { return spec_off_reason_; }
   int32_t n_busy() const;
   int32_t n_queued() const;
 
  private:
   struct Slot {
     std::unique_ptr<Session> session;
+    std::unique_ptr<SpeculativeSession> spec;  // PoolOptions::speculate
     std::atomic<bool> cancel{false};
     bool busy = false;
   };
@@ -85,6 +96,7 @@ class SessionPool {
   std::vector<std::unique_ptr<Slot>> slots_;
   int32_t max_queue_ = 0;
   int64_t n_ctx_ = 0;
+  std::string spec_off_reason_;
   mutable std::mutex mu_;
   std::condition_variable freed_;
   int32_t n_busy_ = 0;

@@ -18,6 +18,7 @@
 #include "server/server.h"
 #include "server/session_pool.h"
 #include "server_fixture.h"
+#include "speculative/block_drafter_synth.h"
 #include "tokenizer/chat_template.h"
 
 namespace pocket::server {
@@ -213,6 +214,78 @@ TEST(Server, ChatEqualsDirectSessionAndStreamEqualsPlain) {
   EXPECT_EQ(last["usage"], j["usage"]);
   EXPECT_TRUE(ev.back()["choices"].empty());
   EXPECT_EQ(ev.back()["usage"], j["usage"]);
+}
+
+// `pocket serve --spec block`: with a random block drafter the chat completion (plain and streamed) is the
+// plain server's, the timings carry the draft counters; a response_format request (constrained, so run on
+// the plain session) still gets JSON; speculation over the memory budget is off with a reason; a drafter
+// for another model is refused at creation.
+TEST(Server, SpecBlockEqualsPlain) {
+  POCKET_REQUIRE_NANO(model);
+  pocket::testing::TempDir dir;
+  const std::string drafter = dir.file("drafter.pocket");
+  BlockDrafterSynthOptions dso;
+  dso.n_layers = 2;
+  ASSERT_TRUE(write_random_block_drafter(*model, dso, drafter).is_ok());
+  ServerOptions spec_opts;
+  spec_opts.speculate = true;
+  spec_opts.spec.method = SpecMethod::kBlock;
+  spec_opts.spec.draft_model_path = drafter;
+  spec_opts.spec.fallback.enabled = false;  // always speculate: the drafts are verified on every pass
+
+  std::string want, want_streamed;
+  {
+    Running plain(model, ServerOptions{});
+    auto c = plain.client();
+    auto r = c.Post("/v1/chat/completions", kChat, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    want = parse(r->body)["choices"][0]["message"]["content"];
+    EXPECT_FALSE(parse(r->body)["timings"].contains("draft_n"));
+  }
+  Running srv(model, spec_opts);
+  EXPECT_EQ(srv.server().spec_off_reason(), "");
+  auto c = srv.client();
+  auto r = c.Post("/v1/chat/completions", kChat, "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = parse(r->body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], want);
+  EXPECT_GT(j["timings"]["draft_n"].get<int64_t>(), 0) << j["timings"];
+  EXPECT_LE(j["timings"]["draft_n_accepted"].get<int64_t>(), j["timings"]["draft_n"].get<int64_t>());
+  EXPECT_GT(j["timings"]["target_passes"].get<int64_t>(), 0);
+
+  json body = parse(kChat);
+  body["stream"] = true;
+  auto s = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200) << s->body;
+  bool done = false;
+  std::string streamed;
+  for (const json& ev : sse_events(s->body, &done)) {
+    if (!ev["choices"].empty() && ev["choices"][0]["delta"].contains("content")) {
+      streamed += ev["choices"][0]["delta"]["content"];
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(streamed, want);
+
+  json constrained = parse(kChat);
+  constrained["response_format"] = {{"type", "json_object"}};
+  auto cr = c.Post("/v1/chat/completions", constrained.dump(), "application/json");
+  ASSERT_TRUE(cr);
+  ASSERT_EQ(cr->status, 200) << cr->body;
+  EXPECT_TRUE(parse(parse(cr->body)["choices"][0]["message"]["content"].get<std::string>()).is_object()) << cr->body;
+  EXPECT_FALSE(parse(cr->body)["timings"].contains("draft_n"));
+  srv.stop();
+
+  // A drafter for another model: refused at creation, naming the mismatch.
+  SessionOptions so;
+  so.n_ctx = 128;
+  so.n_threads = 1;
+  auto other = Server::create(testing::tiny_model(), so, spec_opts);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.status().message().find("wrong target"), std::string::npos) << other.status().to_string();
 }
 
 TEST(Server, TextCompletions) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "spec_flags.h"
 #include "generate/session.h"
 #include "server/server.h"
 
@@ -26,6 +27,9 @@ struct ServeArgs {
   size_t max_body_kb = 1024;
   double shutdown_timeout_s = 10;
   bool no_mmap = false;
+  std::string spec = "none", draft_model;  // speculative decoding of completions (spec_flags.h)
+  int draft_max = 8;
+  bool no_spec_fallback = false;
 };
 
 int serve(ServeArgs& a) {
@@ -38,10 +42,21 @@ int serve(ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (Status st = check_spec_flags("serve", a.spec, a.draft_model); !st.is_ok()) return report("serve", st);
   OpenOptions open;
   open.load = a.no_mmap ? FileLoad::kRead : FileLoad::kMap;
   auto model = Model::load(a.model, open);
   if (!model) return report("serve", model.status());
+  if (a.spec != "none") {
+    auto method = parse_spec_method(a.spec);
+    if (!method) return report("serve", method.status());
+    a.srv.speculate = true;
+    a.srv.spec.method = *method;
+    a.srv.spec.draft_max = a.draft_max;
+    a.srv.spec.draft_model_path = a.draft_model;
+    a.srv.spec.draft_open = open;
+    a.srv.spec.fallback.enabled = !a.no_spec_fallback;
+  }
   SessionOptions so;
   so.n_ctx = a.ctx;
   // Sessions share the cores: with several, each decodes on one thread unless -t says otherwise.
@@ -53,10 +68,16 @@ int serve(ServeArgs& a) {
   if (!srv) return report("serve", srv.status());
   auto port = (*srv)->bind();
   if (!port) return report("serve", port.status());
-  std::fprintf(stderr, "pocket serve: model %s (%s) on http://%s:%d/v1 | %d sessions x %lld tokens | queue %d%s\n",
+  const std::string spec = a.spec == "none" ? std::string()
+                         : !(*srv)->spec_off_reason().empty() ? " | speculation off"
+                         : " | --spec " + a.spec + (a.draft_model.empty() ? "" : " (" + a.draft_model + ")");
+  std::fprintf(stderr, "pocket serve: model %s (%s) on http://%s:%d/v1 | %d sessions x %lld tokens | queue %d%s%s\n",
                a.srv.model_name.c_str(), (*model)->weight_type_label().c_str(), a.srv.host.c_str(), *port,
-               a.srv.n_parallel, static_cast<long long>((*srv)->n_ctx()), a.srv.max_queue,
+               a.srv.n_parallel, static_cast<long long>((*srv)->n_ctx()), a.srv.max_queue, spec.c_str(),
                a.srv.api_key.empty() ? "" : " | API key required");
+  if (!(*srv)->spec_off_reason().empty()) {
+    std::fprintf(stderr, "pocket serve: speculation off, decoding plainly: %s\n", (*srv)->spec_off_reason().c_str());
+  }
   std::fflush(stderr);
 
   server::Server* s = srv->get();
@@ -100,6 +121,14 @@ void register_serve(CLI::App& app) {
                 "Seconds in-flight requests get to finish after SIGINT/SIGTERM before being cancelled");
   c->add_option("--mem-budget", a->mem_budget_mb, "Refuse sessions whose memory plans exceed this many MiB each");
   c->add_flag("--no-mmap", a->no_mmap, "Read the package into memory instead of mapping it");
+  c->add_option("--spec", a->spec, std::string(kSpecHelp) +
+                                       "; for completions without response_format (each session also holds a "
+                                       "speculative one: its KV cache and drafter)")
+      ->check(CLI::IsMember({"none", "ngram", "draft", "block"}));
+  c->add_option("--model-draft", a->draft_model, kModelDraftHelp);
+  c->add_option("--draft-max", a->draft_max, "Longest draft k, 1..16 (adapted down when acceptance drops)");
+  c->add_flag("--no-spec-fallback", a->no_spec_fallback,
+              "Always speculate (default: decode plainly while speculation is measured slower)");
   c->callback([a] {
     if (int rc = serve(*a); rc != 0) throw CLI::RuntimeError(rc);
   });
