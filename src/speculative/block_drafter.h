@@ -59,7 +59,7 @@ class BlockDrafterModel {
   // Bytes a drafter session for a target context of n_ctx positions allocates (its KV cache, scratch and
   // block logits), for the session's memory plan. The package's own bytes are package().file_size().
   uint64_t session_bytes(int64_t n_ctx, int64_t n_threads) const;
-  // The same split like a session's plan: weights = the package's bytes, kv_cache = the drafter's f16 cache
+  // The same split as a session's plan: weights = the package's bytes, kv_cache = the drafter's f16 cache
   // of n_ctx + block_size positions per layer, activations = its scratch, logits = [block_size][n_vocab].
   MemoryPlan session_plan(int64_t n_ctx, int64_t n_threads) const;
 

@@ -618,12 +618,24 @@ TEST(BlockDrafter, BlockSizeLimitsDraftLength) {
 // The trained drafter committed beside the default model: lossless and faster than one token per pass.
 TEST(BlockDrafter, TrainedNanoDrafterIsLosslessAndAccepts) {
   const std::string root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
-  const std::string drafter = root + "/models/pocket-nano-drafter.pocket";
-  const std::string target_path = root + "/models/pocket-nano-q4.pocket";
-  if (!std::filesystem::exists(drafter) || !std::filesystem::exists(target_path)) {
-    GTEST_SKIP() << "models/pocket-nano-drafter.pocket (or its target models/pocket-nano-q4.pocket) is absent: "
-                    "the trained block drafter is not committed yet";
+  // $POCKET_TEST_BLOCK_DRAFTER names another drafter for a package under models/ (trying one out).
+  const char* env = std::getenv("POCKET_TEST_BLOCK_DRAFTER");
+  const std::string drafter = env != nullptr ? std::string(env) : root + "/models/pocket-nano-drafter.pocket";
+  if (!std::filesystem::exists(drafter)) {
+    GTEST_SKIP() << "models/pocket-nano-drafter.pocket is absent: the trained block drafter is not committed yet";
   }
+  auto dm = BlockDrafterModel::load(drafter);
+  ASSERT_TRUE(dm) << dm.status().to_string();
+  // Its target: the package under models/ whose weights it names (the fingerprint).
+  std::string target_path;
+  for (const auto& e : std::filesystem::directory_iterator(root + "/models")) {
+    if (e.path().extension() != ".pocket" || e.path() == drafter) continue;
+    auto p = Package::open(e.path().string());
+    if (p && package_fingerprint(*p) == (*dm)->config().target_fingerprint) target_path = e.path().string();
+  }
+  ASSERT_FALSE(target_path.empty()) << "no package under models/ is the drafter's target '"
+                                    << (*dm)->config().target_name << "' ("
+                                    << fingerprint_string((*dm)->config().target_fingerprint) << ")";
   auto target = Model::load(target_path);
   ASSERT_TRUE(target) << target.status().to_string();
   const std::vector<std::vector<ChatMessage>> chats = {
@@ -636,14 +648,14 @@ TEST(BlockDrafter, TrainedNanoDrafterIsLosslessAndAccepts) {
   };
   SessionOptions so;
   so.n_threads = 2;
-  so.n_ctx = 1024;
+  so.n_ctx = 512;
   int64_t passes = 0, accepted = 0;
   for (const auto& chat : chats) {
     auto ids = render_chat_ids(**target, chat, /*add_generation_prompt=*/true);
     ASSERT_TRUE(ids) << ids.status().to_string();
-    GenerateOptions go = greedy(48);
+    GenerateOptions go = greedy(32);
     go.stop_at_eos = true;
-    const std::vector<int32_t> want = plain_generate(*target, *ids, go, 1024);
+    const std::vector<int32_t> want = plain_generate(*target, *ids, go, 512);
     auto s = block_session(*target, drafter, 8, true, so);
     ASSERT_TRUE(s);
     EXPECT_EQ(spec_generate(*s, *ids, go), want);
@@ -654,7 +666,7 @@ TEST(BlockDrafter, TrainedNanoDrafterIsLosslessAndAccepts) {
   const double tokens_per_pass = static_cast<double>(accepted + passes) / static_cast<double>(passes);
   std::printf("trained block drafter: %.2f tokens per target pass over %lld passes\n", tokens_per_pass,
               static_cast<long long>(passes));
-  EXPECT_GT(tokens_per_pass, 1.0);
+  if (env == nullptr) EXPECT_GT(tokens_per_pass, 1.0);
 }
 
 // Sampling stays the target's distribution (the pattern and its power analysis are in
