@@ -68,6 +68,13 @@ out=$("$pocket" bench -m "$model" --spec block -md "$tmp/d.pocket" --task-prompt
 grep -q "outputs identical to plain decoding (lossless)" <<<"$out" || { echo "FAILED: bench block: $out"; fail=1; }
 grep -qF "| (all) | (all) | 2 |" <<<"$out" || { echo "FAILED: bench block rows: $out"; fail=1; }
 
+# The speculative rows with a block drafter: lossless, and the drafter pass timed against a decode step.
+out=$("$pocket" bench -m "$model" --spec block -md "$tmp/d.pocket" --spec-only -p 24 -n 8 -r 1 -t 1 2>&1) ||
+  { echo "FAILED: bench --spec block --spec-only: $out"; fail=1; }
+grep -q "outputs identical (lossless)" <<<"$out" || { echo "FAILED: bench rows block: $out"; fail=1; }
+grep -Eq "^block drafter pass at depth 23: [0-9.]+ ms = [0-9.]+x a decode step$" <<<"$out" ||
+  { echo "FAILED: no drafter pass timing: $out"; fail=1; }
+
 # Refusals.
 "$pocket" synth --arch tiny --type q4_g32 -o "$tmp/tiny.pocket" 2>/dev/null || { echo "FAILED: synth tiny"; exit 1; }
 expect "--spec block needs the block drafter package" "$pocket" run -m "$model" -p hi --spec block
