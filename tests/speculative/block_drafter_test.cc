@@ -617,7 +617,8 @@ TEST(BlockDrafter, BlockSizeLimitsDraftLength) {
 
 // The trained drafter committed beside the default model: lossless and faster than one token per pass.
 TEST(BlockDrafter, TrainedNanoDrafterIsLosslessAndAccepts) {
-  const std::string root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
+  const std::string root =
+      std::filesystem::absolute(__FILE__).parent_path().parent_path().parent_path().string();  // the checkout
   // $POCKET_TEST_BLOCK_DRAFTER names another drafter for a package under models/ (trying one out).
   const char* env = std::getenv("POCKET_TEST_BLOCK_DRAFTER");
   const std::string drafter = env != nullptr ? std::string(env) : root + "/models/pocket-nano-drafter.pocket";
