@@ -667,7 +667,9 @@ TEST(BlockDrafter, TrainedNanoDrafterIsLosslessAndAccepts) {
   const double tokens_per_pass = static_cast<double>(accepted + passes) / static_cast<double>(passes);
   std::printf("trained block drafter: %.2f tokens per target pass over %lld passes\n", tokens_per_pass,
               static_cast<long long>(passes));
-  if (env == nullptr) EXPECT_GT(tokens_per_pass, 1.0);
+  if (env == nullptr) {  // the committed, trained drafter: it must help
+    EXPECT_GT(tokens_per_pass, 1.0);
+  }
 }
 
 // Sampling stays the target's distribution (the pattern and its power analysis are in
