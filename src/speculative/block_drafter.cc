@@ -187,7 +187,7 @@ struct PackagedBlockDrafter::Impl {
   DrafterSizes z;
   int64_t n_ctx = 0;
   int64_t n_observed = 0;  // context positions 0 .. n_observed - 1 hold features in the cache
-  bool have_logits = false;
+  int64_t n_logit_rows = 0;  // rows of `logits` the last propose() computed
   // [n_layers][n_kv_heads][cap][head_dim] f16, head-major like the target's fast-path cache.
   std::vector<uint16_t> k_cache, v_cache;
   std::vector<float> hcat, x, xb, xb2, q, k, v, hb, hb2, rope, row_buf, tiles, logits;
@@ -232,7 +232,7 @@ struct PackagedBlockDrafter::Impl {
   }
 
   void features(const TargetHiddenStates& s, int64_t r0, int64_t m);
-  void block_pass(int32_t anchor, int64_t n);
+  void block_pass(int32_t anchor, int64_t n, int64_t n_out);
 };
 
 // c_j = rmsnorm(fuse · H_j) * fuse_norm for rows r0 .. r0 + m - 1 of the report, then every layer's K_j, V_j
@@ -261,8 +261,10 @@ void PackagedBlockDrafter::Impl::features(const TargetHiddenStates& s, int64_t r
 }
 
 // The B + 1 block rows at positions n - 1 .. n - 1 + B through the drafter's blocks, each row attending to
-// every context position and every block row; logits for rows 1 .. B.
-void PackagedBlockDrafter::Impl::block_pass(int32_t anchor, int64_t n) {
+// every context position and every block row; logits for rows 1 .. n_out (n_out <= B). Every block row goes
+// through the blocks whatever n_out (each row reads all of them), but the LM head, the pass's largest
+// matmul on small models (B rows x the vocabulary), runs only for the drafts wanted.
+void PackagedBlockDrafter::Impl::block_pass(int32_t anchor, int64_t n, int64_t n_out) {
   const BlockDrafterModel& D = *drafter;
   const HParams& h = D.config().blocks;
   const int64_t B = D.config().block_size, rows = B + 1;
@@ -296,8 +298,8 @@ void PackagedBlockDrafter::Impl::block_pass(int32_t anchor, int64_t n) {
     matmul(P, xb.data(), hb.data(), rows, L.w_down, ms);
     for (int64_t i = 0; i < rows * d; ++i) x[static_cast<size_t>(i)] += xb[static_cast<size_t>(i)];
   }
-  kernels::rmsnorm(P, xb.data(), x.data() + d, D.output_norm().f32(), B, d, h.norm_eps);
-  matmul(P, logits.data(), xb.data(), B, target->weights().output, ms);
+  kernels::rmsnorm(P, xb.data(), x.data() + d, D.output_norm().f32(), n_out, d, h.norm_eps);
+  matmul(P, logits.data(), xb.data(), n_out, target->weights().output, ms);
 }
 
 PackagedBlockDrafter::PackagedBlockDrafter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -354,10 +356,10 @@ Expected<int32_t> PackagedBlockDrafter::propose(std::span<const int32_t> context
   if (anchor < 0 || anchor >= c.blocks.n_vocab) {
     return invalid_argument("[drafter] anchor token " + std::to_string(anchor) + " is outside the vocabulary");
   }
-  I.block_pass(anchor, n);
-  I.have_logits = true;
   const int64_t V = c.blocks.n_vocab;
   const int32_t nd = static_cast<int32_t>(std::min<int64_t>(static_cast<int64_t>(out.size()), c.block_size));
+  I.block_pass(anchor, n, nd);
+  I.n_logit_rows = nd;
   for (int32_t r = 0; r < nd; ++r) {
     const float* row = I.logits.data() + r * V;
     int32_t best = 0;
@@ -395,12 +397,12 @@ Status PackagedBlockDrafter::observe_hidden(const TargetHiddenStates& s) {
 
 void PackagedBlockDrafter::reset() {
   impl_->n_observed = 0;
-  impl_->have_logits = false;
+  impl_->n_logit_rows = 0;
 }
 
 std::span<const float> PackagedBlockDrafter::last_logits() const {
-  if (!impl_->have_logits) return {};
-  return impl_->logits;
+  return std::span<const float>(impl_->logits).first(
+      static_cast<size_t>(impl_->n_logit_rows * impl_->drafter->config().blocks.n_vocab));
 }
 
 int64_t PackagedBlockDrafter::n_observed() const { return impl_->n_observed; }

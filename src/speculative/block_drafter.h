@@ -90,8 +90,10 @@ class PackagedBlockDrafter final : public BlockDrafter {
   Status observe_hidden(const TargetHiddenStates& states) override;
   void reset() override;
 
-  // The block rows' logits of the last propose() that drafted: [block_size][n_vocab], row r-1 for the guess
-  // of t_{n-1+r} (tests compare them with the torch module's).
+  // The block rows' logits of the last propose() that drafted: [n][n_vocab] for its n drafts (all
+  // block_size rows when out.size() >= block_size), row r-1 for the guess of t_{n-1+r} (tests compare them
+  // with the torch module's). The LM head runs only for the drafts asked for: a session whose adaptive k
+  // shrank to 2 pays for 2 rows of it.
   std::span<const float> last_logits() const;
   // Context positions whose features the drafter holds (0 .. n_observed-1). A report that would leave a
   // gap (pos0 > n_observed) is dropped, so the drafter proposes nothing until a report fills it.

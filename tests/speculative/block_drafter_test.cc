@@ -429,6 +429,10 @@ TEST(BlockDrafter, ReadsOnlyPositionsBeforeTheAnchorAndSupersedes) {
   std::vector<int32_t> three(3);
   EXPECT_EQ(*gap->propose(context, three), 3);
   EXPECT_EQ(std::vector<int32_t>(want_draft.begin(), want_draft.begin() + 3), three);
+  // ... and the LM head ran for those rows only: the first 3 rows of the full block's logits (f32 target).
+  const size_t V = static_cast<size_t>(target->hparams().n_vocab);
+  EXPECT_EQ(std::vector<float>(gap->last_logits().begin(), gap->last_logits().end()),
+            std::vector<float>(want.begin(), want.begin() + static_cast<ptrdiff_t>(3 * V)));
   gap->reset();
   EXPECT_EQ(gap->n_observed(), 0);
   EXPECT_EQ(*gap->propose(context, out), 0);
