@@ -24,7 +24,9 @@ void usage() {
       "  loop       SFT loop engine: failures -> targeted examples -> fine-tune, kept only if no cell regresses\n"
       "  eval       held-out loss of a checkpoint, and greedy answer accuracy on chats\n"
       "  export     a checkpoint -> a .pocket package for `pocket run`\n"
-      "  import     a .pocket package -> a training checkpoint (sft --init, eval, export, loop --init)\n");
+      "  import     a .pocket package -> a training checkpoint (sft --init, eval, export, loop --init)\n"
+      "  drafter-data  the target's greedy outputs over task prompts (block drafter training data)\n"
+      "  drafter    train a block drafter (DFlash-style) for a target .pocket and export its package\n");
 }
 
 }  // namespace
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
   if (cmd == "mopd") return cli::cmd_mopd(argc, argv);
   if (cmd == "loop") return cli::cmd_loop(argc, argv);
   if (cmd == "import") return cli::cmd_import(argc, argv);
+  if (cmd == "drafter-data") return cli::cmd_drafter_data(argc, argv);
+  if (cmd == "drafter") return cli::cmd_drafter(argc, argv);
   std::fprintf(stderr, "pocket-train: unknown command '%s'\n", cmd.c_str());
   usage();
   return 1;
