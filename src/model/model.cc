@@ -2,26 +2,14 @@
 // expected shape and dtype checked against the hyper-parameters.
 #include "model/model.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 
-#include <map>
+#include "model/tensor_binder.h"
+
 
 namespace pocket {
 
-namespace {
-
-bool is_matrix_dtype(DType t) {
-  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8G32 || t == DType::kQ4G32 ||
-         t == DType::kQ4G64 || t == DType::kQ4G32A || t == DType::kQ4G32R8;
-}
-
-std::string shape_str(const std::vector<uint64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-}  // namespace
 
 std::string layer_tensor_name(int64_t layer, const char* suffix) {
   return "blk." + std::to_string(layer) + "." + suffix;
@@ -66,33 +54,11 @@ Status Model::bind() {
     if (id < 0 || id >= h.n_vocab) return corrupt_file("[model] stop token " + std::to_string(id) + " is outside the vocabulary");
   }
 
-  std::map<std::string, bool> used;
+  TensorBinder tb(package_, "[model]", "the hyper-parameters");
   auto bind_one = [&](const std::string& name, std::vector<int64_t> shape, bool matrix, bool required,
-                      WeightRef* out) -> Status {
-    const TensorInfo* t = package_.find(name);
-    if (t == nullptr) {
-      if (required) return corrupt_file("[model] required tensor '" + name + "' is missing");
-      return Status::ok();
-    }
-    std::vector<uint64_t> want(shape.begin(), shape.end());
-    if (t->shape != want) {
-      return corrupt_file("[model] tensor '" + name + "' has shape " + shape_str(t->shape) +
-                          " but the hyper-parameters need " + shape_str(want));
-    }
-    if (matrix ? !is_matrix_dtype(t->dtype) : t->dtype != DType::kF32) {
-      return unsupported("[model] tensor '" + name + "' has dtype " + std::string(dtype_name(t->dtype)) +
-                         (matrix ? ", not usable for a weight matrix" : "; norms and biases must be f32"));
-    }
-    out->data = t->data;
-    out->dtype = t->dtype;
-    out->rows = shape.size() == 2 ? shape[0] : 1;
-    out->cols = shape.back();
-    out->name = &t->name;
-    used[name] = true;
-    return Status::ok();
-  };
+                      WeightRef* out) { return tb.bind(name, shape, matrix, required, out); };
 
-  const int64_t d = h.n_embd, q = h.q_dim(), kv = h.kv_dim();
+  const int64_t d = h.n_embd;
   POCKET_RETURN_IF_ERROR(bind_one("token_embd.weight", {h.n_vocab, d}, true, true, &weights_.token_embd));
   POCKET_RETURN_IF_ERROR(bind_one("output_norm.weight", {d}, false, true, &weights_.output_norm));
   if (h.tied_embeddings) {
@@ -105,27 +71,10 @@ Status Model::bind() {
   }
   weights_.layers.resize(static_cast<size_t>(h.n_layers));
   for (int64_t l = 0; l < h.n_layers; ++l) {
-    LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    auto n = [&](const char* s) { return layer_tensor_name(l, s); };
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_norm.weight"), {d}, false, true, &L.attn_norm));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_q.weight"), {q, d}, true, true, &L.wq));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_k.weight"), {kv, d}, true, true, &L.wk));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_v.weight"), {kv, d}, true, true, &L.wv));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_output.weight"), {d, q}, true, true, &L.wo));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_q.bias"), {q}, false, h.qkv_bias, &L.bq));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_k.bias"), {kv}, false, h.qkv_bias, &L.bk));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_v.bias"), {kv}, false, h.qkv_bias, &L.bv));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_q_norm.weight"), {h.head_dim}, false, h.qk_norm, &L.q_norm));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_k_norm.weight"), {h.head_dim}, false, h.qk_norm, &L.k_norm));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_norm.weight"), {d}, false, true, &L.ffn_norm));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_gate.weight"), {h.n_ff, d}, true, true, &L.w_gate));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_up.weight"), {h.n_ff, d}, true, true, &L.w_up));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_down.weight"), {d, h.n_ff}, true, true, &L.w_down));
+    POCKET_RETURN_IF_ERROR(tb.bind_layer(l, h, &weights_.layers[static_cast<size_t>(l)]));
   }
-  for (const auto& t : package_.tensors()) {
-    if (!used.count(t.name)) {
-      return corrupt_file("[model] tensor '" + t.name + "' is not part of the " + h.family + " architecture described");
-    }
+  if (const TensorInfo* t = tb.first_unbound()) {
+    return corrupt_file("[model] tensor '" + t->name + "' is not part of the " + h.family + " architecture described");
   }
   return Status::ok();
 }

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 
 #include "kernels/kernels.h"
 #include "model/matmul.h"
+#include "model/tensor_binder.h"
 
 namespace pocket {
 
@@ -16,17 +16,6 @@ namespace {
 
 // Context rows turned into features per pass of observe_hidden(): a prefill chunk of 128 rows runs as 4.
 constexpr int64_t kObserveRows = 32;
-
-bool is_matrix_dtype(DType t) {
-  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8G32 || t == DType::kQ4G32 ||
-         t == DType::kQ4G64 || t == DType::kQ4G32A || t == DType::kQ4G32R8;
-}
-
-std::string shape_str(const std::vector<uint64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
 
 // Every buffer a drafter session holds, in elements; create() allocates exactly these and session_bytes()
 // counts them, so the memory plan is what is allocated.
@@ -114,51 +103,22 @@ Status BlockDrafterModel::bind() {
                        std::to_string(h.n_heads / h.n_kv_heads) + " exceeds the attention kernel's limits (" +
                        std::to_string(kernels::kMaxHeadDim) + ", " + std::to_string(kernels::kMaxGroup) + ")");
   }
-  std::map<std::string, bool> used;
-  auto bind_one = [&](const std::string& name, std::vector<int64_t> shape, bool matrix, WeightRef* out) -> Status {
-    const TensorInfo* t = package_.find(name);
-    if (t == nullptr) return corrupt_file("[drafter] required tensor '" + name + "' is missing");
-    std::vector<uint64_t> want(shape.begin(), shape.end());
-    if (t->shape != want) {
-      return corrupt_file("[drafter] tensor '" + name + "' has shape " + shape_str(t->shape) +
-                          " but the descriptor needs " + shape_str(want));
-    }
-    if (matrix ? !is_matrix_dtype(t->dtype) : t->dtype != DType::kF32) {
-      return unsupported("[drafter] tensor '" + name + "' has dtype " + std::string(dtype_name(t->dtype)) +
-                         (matrix ? ", not usable for a weight matrix" : "; norms and embeddings rows must be f32"));
-    }
-    out->data = t->data;
-    out->dtype = t->dtype;
-    out->rows = shape.size() == 2 ? shape[0] : 1;
-    out->cols = shape.back();
-    out->name = &t->name;
-    used[name] = true;
-    return Status::ok();
+  TensorBinder tb(package_, "[drafter]", "the descriptor");
+  auto bind_one = [&](const std::string& name, std::vector<int64_t> shape, bool matrix, WeightRef* out) {
+    return tb.bind(name, shape, matrix, /*required=*/true, out);
   };
-  const int64_t d = h.n_embd, q = h.q_dim(), kv = h.kv_dim();
+  const int64_t d = h.n_embd;
   POCKET_RETURN_IF_ERROR(bind_one(kDrafterFuse, {d, config_.n_taps() * d}, true, &fuse_));
   POCKET_RETURN_IF_ERROR(bind_one(kDrafterFuseNorm, {d}, false, &fuse_norm_));
   POCKET_RETURN_IF_ERROR(bind_one(kDrafterMaskEmbd, {d}, false, &mask_embd_));
   POCKET_RETURN_IF_ERROR(bind_one(kDrafterOutputNorm, {d}, false, &output_norm_));
   layers_.resize(static_cast<size_t>(h.n_layers));
   for (int64_t l = 0; l < h.n_layers; ++l) {
-    LayerWeights& L = layers_[static_cast<size_t>(l)];
-    auto n = [&](const char* s) { return layer_tensor_name(l, s); };
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_norm.weight"), {d}, false, &L.attn_norm));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_q.weight"), {q, d}, true, &L.wq));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_k.weight"), {kv, d}, true, &L.wk));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_v.weight"), {kv, d}, true, &L.wv));
-    POCKET_RETURN_IF_ERROR(bind_one(n("attn_output.weight"), {d, q}, true, &L.wo));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_norm.weight"), {d}, false, &L.ffn_norm));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_gate.weight"), {h.n_ff, d}, true, &L.w_gate));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_up.weight"), {h.n_ff, d}, true, &L.w_up));
-    POCKET_RETURN_IF_ERROR(bind_one(n("ffn_down.weight"), {d, h.n_ff}, true, &L.w_down));
+    POCKET_RETURN_IF_ERROR(tb.bind_layer(l, h, &layers_[static_cast<size_t>(l)]));  // h: no biases, no q/k norms
   }
-  for (const auto& t : package_.tensors()) {
-    if (!used.count(t.name)) {
-      return corrupt_file("[drafter] tensor '" + t.name + "' is not part of a block drafter (it shares the target's "
-                          "embedding and LM head; see block_drafter_format.h)");
-    }
+  if (const TensorInfo* t = tb.first_unbound()) {
+    return corrupt_file("[drafter] tensor '" + t->name + "' is not part of a block drafter (it shares the target's "
+                        "embedding and LM head; see block_drafter_format.h)");
   }
   return Status::ok();
 }
