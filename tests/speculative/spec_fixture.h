@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -127,5 +128,38 @@ class RandomDrafter final : public Drafter {
   int32_t n_vocab_;
   Rng rng_;
 };
+
+// Two-sample chi-square test that token counts a and b (equal sample sizes) come from one distribution, at
+// alpha = 0.001: cells with fewer than 20 draws in both arms together are pooled into one, the statistic is
+// sum (a - b)^2 / (a + b), the critical value the Wilson-Hilferty approximation of chi-square(df)'s quantile.
+inline void expect_same_distribution(const std::map<int32_t, int64_t>& a_counts,
+                                     const std::map<int32_t, int64_t>& b_counts) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> cells;
+  for (auto [id, c] : a_counts) cells[id].first += c;
+  for (auto [id, c] : b_counts) cells[id].second += c;
+  int64_t rare_a = 0, rare_b = 0;
+  double chi2 = 0.0;
+  int df = -1;
+  for (auto [id, ab] : cells) {
+    if (ab.first + ab.second < 20) {
+      rare_a += ab.first;
+      rare_b += ab.second;
+      continue;
+    }
+    const double d = static_cast<double>(ab.first - ab.second);
+    chi2 += d * d / static_cast<double>(ab.first + ab.second);
+    ++df;
+  }
+  if (rare_a + rare_b > 0) {
+    const double d = static_cast<double>(rare_a - rare_b);
+    chi2 += d * d / static_cast<double>(rare_a + rare_b);
+    ++df;
+  }
+  ASSERT_GE(df, 2) << "too few cells for a meaningful test";
+  const double z = 3.090232;  // the standard normal's upper 0.001 quantile
+  const double h = 2.0 / (9.0 * df);
+  const double crit = df * std::pow(1.0 - h + z * std::sqrt(h), 3.0);
+  EXPECT_LT(chi2, crit) << "df " << df;
+}
 
 }  // namespace pocket::testing
