@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 
@@ -643,36 +644,55 @@ TEST(BlockDrafter, TrainedNanoDrafterIsLosslessAndAccepts) {
                                     << fingerprint_string((*dm)->config().target_fingerprint) << ")";
   auto target = Model::load(target_path);
   ASSERT_TRUE(target) << target.status().to_string();
-  const std::vector<std::vector<ChatMessage>> chats = {
-      {{"user", "Extract the city from: \"The meeting moved to Lyon on Friday.\" Answer with the city only."}},
-      {{"user", "Rewrite politely: send me the report now."}},
-      {{"user", "Extrais la ville : « Rendez-vous à Marseille demain à 9 h. » Réponds seulement avec la ville."}},
-      {{"user", "Réécris poliment : envoie-moi le rapport maintenant."}},
-      {{"user", "Extract the date and the amount from: \"Invoice 42, due 3 March 2024, total 118.50 EUR.\""}},
-      {{"user", "Summarise in one sentence: the train was late because of snow, so the team met online."}},
+  // The task prompts: 4 per task and language from the held-out test split (pocket-train make-tasks --seed 1),
+  // each rendered as `pocket bench --task-prompts` renders it.
+  std::ifstream in(root + "/tests/speculative/data/task_prompts.jsonl");
+  ASSERT_TRUE(in) << "tests/speculative/data/task_prompts.jsonl is missing";
+  struct Prompt {
+    std::string task;
+    std::vector<ChatMessage> chat;
   };
+  std::vector<Prompt> prompts;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    Prompt p{j.at("task").get<std::string>() + "/" + j.at("lang").get<std::string>(), {}};
+    for (const auto& m : j.at("messages")) {
+      p.chat.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+    }
+    prompts.push_back(std::move(p));
+  }
+  ASSERT_EQ(prompts.size(), 40u);
   SessionOptions so;
-  so.n_threads = 2;
+  so.n_threads = 1;
   so.n_ctx = 512;
+  auto s = block_session(*target, drafter, 8, true, so);
+  ASSERT_TRUE(s);
+  std::map<std::string, std::pair<int64_t, int64_t>> by_task;  // passes, accepted drafts
   int64_t passes = 0, accepted = 0;
-  for (const auto& chat : chats) {
-    auto ids = render_chat_ids(**target, chat, /*add_generation_prompt=*/true);
+  for (const Prompt& p : prompts) {
+    SCOPED_TRACE(p.task + ": " + p.chat.back().content);
+    auto ids = render_chat_ids(**target, p.chat, /*add_generation_prompt=*/true);
     ASSERT_TRUE(ids) << ids.status().to_string();
-    GenerateOptions go = greedy(32);
+    GenerateOptions go = greedy(128);
     go.stop_at_eos = true;
     const std::vector<int32_t> want = plain_generate(*target, *ids, go, 512);
-    auto s = block_session(*target, drafter, 8, true, so);
-    ASSERT_TRUE(s);
+    s->reset();
     EXPECT_EQ(spec_generate(*s, *ids, go), want);
+    by_task[p.task].first += s->spec_stats().n_passes;
+    by_task[p.task].second += s->spec_stats().n_accepted;
     passes += s->spec_stats().n_passes;
     accepted += s->spec_stats().n_accepted;
   }
   ASSERT_GT(passes, 0);
+  for (const auto& [task, pa] : by_task) {
+    std::printf("trained block drafter, %-12s %.2f tokens per target pass\n", task.c_str(),
+                static_cast<double>(pa.first + pa.second) / static_cast<double>(std::max<int64_t>(pa.first, 1)));
+  }
   const double tokens_per_pass = static_cast<double>(accepted + passes) / static_cast<double>(passes);
   std::printf("trained block drafter: %.2f tokens per target pass over %lld passes\n", tokens_per_pass,
               static_cast<long long>(passes));
-  if (env == nullptr) {  // the committed, trained drafter: it must help
-    EXPECT_GT(tokens_per_pass, 1.0);
+  if (env == nullptr) {  // the committed, trained drafter must draft well (docs/speculative.md has the figures)
+    EXPECT_GT(tokens_per_pass, 2.0);
   }
 }
 
