@@ -17,6 +17,26 @@ namespace {
 // Context rows turned into features per pass of observe_hidden(): a prefill chunk of 128 rows runs as 4.
 constexpr int64_t kObserveRows = 32;
 
+// The lowest index of the largest value (NaNs never win; all NaN: 0). Two passes so the first, the
+// maximum, has no data-dependent branch: 8 independent lanes the compiler vectorises (compare + blend). On
+// pocket-nano the scalar one-pass loop over 8 rows x 8192 logits was ~15 % of a drafting pass.
+int32_t argmax_lowest(const float* x, int64_t n) {
+  constexpr int kLanes = 8;
+  float lane[kLanes];
+  for (float& l : lane) l = x[0];
+  int64_t t = 0;
+  for (; t + kLanes <= n; t += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lane[k] = x[t + k] > lane[k] ? x[t + k] : lane[k];
+  }
+  float m = lane[0];
+  for (int k = 1; k < kLanes; ++k) m = lane[k] > m ? lane[k] : m;
+  for (; t < n; ++t) m = x[t] > m ? x[t] : m;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] == m) return static_cast<int32_t>(i);
+  }
+  return 0;
+}
+
 // Every buffer a drafter session holds, in elements; create() allocates exactly these and session_bytes()
 // counts them, so the memory plan is what is allocated.
 struct DrafterSizes {
@@ -320,14 +340,7 @@ Expected<int32_t> PackagedBlockDrafter::propose(std::span<const int32_t> context
   const int32_t nd = static_cast<int32_t>(std::min<int64_t>(static_cast<int64_t>(out.size()), c.block_size));
   I.block_pass(anchor, n, nd);
   I.n_logit_rows = nd;
-  for (int32_t r = 0; r < nd; ++r) {
-    const float* row = I.logits.data() + r * V;
-    int32_t best = 0;
-    for (int64_t t = 1; t < V; ++t) {
-      if (row[t] > row[best]) best = static_cast<int32_t>(t);
-    }
-    out[static_cast<size_t>(r)] = best;
-  }
+  for (int32_t r = 0; r < nd; ++r) out[static_cast<size_t>(r)] = argmax_lowest(I.logits.data() + r * V, V);
   return nd;
 }
 
