@@ -271,8 +271,17 @@ Status train_block_drafter(const DrafterTrainOptions& o) {
     if (usable.empty()) return invalid_argument("[drafter] no sequence in " + o.data + " has two generated tokens");
 
     BlockDrafter m(cfg);
-    if (o.random_init) m->reset_random(o.seed);
-    else m->init_from_target(tgt.weights, tgt.hparams.n_layers, o.seed);
+    if (!o.init_package.empty()) {
+      POCKET_ASSIGN_OR_RETURN(auto init, import_block_drafter(o.init_package));
+      if (init.config.to_json() != cfg.to_json()) {
+        return invalid_argument("[drafter] " + o.init_package + " has another configuration than this run");
+      }
+      POCKET_RETURN_IF_ERROR(m->load_named(init.weights));
+    } else if (o.random_init) {
+      m->reset_random(o.seed);
+    } else {
+      m->init_from_target(tgt.weights, tgt.hparams.n_layers, o.seed);
+    }
     auto opt = make_optimizer(m, o);
     int64_t step = 0, n_tokens = 0;
     double elapsed = 0;

@@ -36,7 +36,8 @@ int cmd_drafter(int argc, char** argv) {
         "usage: pocket-train drafter --target TARGET.pocket --data TRAIN.bin -o RUNDIR [--eval-data DEV.bin]\n"
         "         [--layers 2] [--taps 1,3] [--block 8] [--steps N] [--lr 1e-3] [--warmup 100] [--gamma 4]\n"
         "         [--seqs 16] [--anchors 16] [--eval-every 500] [--eval-seqs 250] [--ckpt-every 250]\n"
-        "         [--log-every 20] [--threads 1] [--seed 1] [--export q8,q4_g32] [--resume] [--quiet]\n"
+        "         [--log-every 20] [--threads 1] [--seed 1] [--export q8,q4_g32] [--init DRAFTER.pocket]\n"
+        "         [--resume] [--quiet]\n"
         "       pocket-train drafter --eval-package DRAFTER.pocket --target TARGET.pocket --data TEST.bin\n"
         "         [--limit N] [--threads 1] [--json OUT]\n"
         "  trains a DFlash-style block drafter on the target's greedy outputs (drafter-data); writes\n"
@@ -47,7 +48,7 @@ int cmd_drafter(int argc, char** argv) {
   if (std::string u = a.unknown({"target", "data", "out", "eval-data", "layers", "taps", "block", "steps", "lr",
                                  "warmup", "gamma", "seqs", "anchors", "eval-every", "eval-seqs", "ckpt-every",
                                  "log-every", "threads", "seed", "export", "resume", "quiet", "eval-package", "limit",
-                                 "json", "random-init", "help"});
+                                 "json", "random-init", "init", "help"});
       !u.empty()) {
     return report("drafter", invalid_argument("unknown flag(s) " + u));
   }
@@ -108,6 +109,7 @@ int cmd_drafter(int argc, char** argv) {
   o.resume = a.has("resume");
   o.quiet = a.has("quiet");
   o.random_init = a.has("random-init");
+  o.init_package = a.str("init");
   if (a.has("taps")) {
     auto taps = parse_layers(a.str("taps"));
     if (!taps) return report("drafter", taps.status());
