@@ -35,7 +35,7 @@ Expected<ImportSummary> import_checkpoint(const std::string& package, const std:
 
     Llama model(p.hparams);
     POCKET_RETURN_IF_ERROR(model->load_named(p.weights));
-    // The trainer's optimiser layout (trainer.cc make_optimizer): matrices decayed, vectors not.
+    // The trainer's optimiser layout (train_state.h make_adamw): matrices decayed, vectors not.
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& t : model->parameters()) (t.dim() >= 2 ? decay : no_decay).push_back(t);
     auto opts = torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.adam_eps).weight_decay(c.weight_decay);

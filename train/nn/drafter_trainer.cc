@@ -20,6 +20,7 @@
 #include "convert/quantize_model.h"
 #include "model/model.h"
 #include "nn/block_drafter_torch.h"
+#include "nn/train_state.h"
 #include "run/checkpoint.h"
 #include "run/drafter_exporter.h"
 #include "run/package_import.h"
@@ -174,18 +175,6 @@ DrafterEvalReport evaluate(BlockDrafter& m, TargetTaps& target, const std::vecto
   return rep;
 }
 
-std::unique_ptr<torch::optim::AdamW> make_optimizer(BlockDrafter& m, const DrafterTrainOptions& o) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : m->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).eps(1e-8).weight_decay(o.weight_decay);
-  auto opts_nd = opts;
-  opts_nd.weight_decay(0.0);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts));
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(opts_nd));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
-}
-
 double lr_at(const DrafterTrainOptions& o, int64_t step) {  // step: 0-based index of the step being taken
   if (step < o.warmup) return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup);
   const double t = std::min(1.0, static_cast<double>(step - o.warmup) / std::max<double>(1.0, o.steps - o.warmup));
@@ -282,7 +271,7 @@ Status train_block_drafter(const DrafterTrainOptions& o) {
     } else {
       m->init_from_target(tgt.weights, tgt.hparams.n_layers, o.seed);
     }
-    auto opt = make_optimizer(m, o);
+    auto opt = make_adamw(m->parameters(), o.lr, 0.9, 0.95, 1e-8, o.weight_decay);
     int64_t step = 0, n_tokens = 0;
     double elapsed = 0;
     const bool resuming = o.resume && has_checkpoint(o.run_dir);

@@ -12,16 +12,21 @@ namespace pocket::train {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& c) {
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, double lr, double beta1,
+                                                double beta2, double eps, double weight_decay) {
   std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.adam_eps).weight_decay(c.weight_decay);
+  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opts = torch::optim::AdamWOptions(lr).betas({beta1, beta2}).eps(eps).weight_decay(weight_decay);
   auto opts_nd = opts;
   opts_nd.weight_decay(0.0);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts));
   groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(opts_nd));
   return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& c) {
+  return make_adamw(model->parameters(), c.lr, c.beta1, c.beta2, c.adam_eps, c.weight_decay);
 }
 
 Status save_train_state(const std::string& run_dir, Llama& model, torch::optim::AdamW& opt, const CheckpointMeta& meta,

@@ -17,8 +17,11 @@
 
 namespace pocket::train {
 
-// AdamW over the model's parameters: weight decay c.weight_decay on matrices (dim >= 2), none on norms and
-// biases; betas, eps and lr from `c` (the schedule sets lr per step).
+// AdamW over `params`: weight decay on matrices (dim >= 2), none on norms and biases, in two groups
+// (matrices first); the schedule sets lr per step. Every training loop in train/ builds its optimiser here.
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, double lr, double beta1,
+                                                double beta2, double eps, double weight_decay);
+// The same over the model's parameters with betas, eps, lr and weight decay from `c`.
 std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& c);
 
 // Writes run_dir/ckpt-NNNNNNN (model.pt, optim.pt, rng.pt, meta.json, tokenizer.bin, plus `extra_files`

@@ -14,6 +14,7 @@
 #include "data/chat_data.h"
 #include "nn/distributed.h"
 #include "nn/llama_torch.h"
+#include "nn/train_state.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pocket::train {
@@ -188,18 +189,6 @@ Status training_device(const std::string& name, torch::Device* out) {
   return Status::ok();
 }
 
-std::unique_ptr<torch::optim::AdamW> make_optimizer(Llama& model, const TrainConfig& c) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.adam_eps).weight_decay(c.weight_decay);
-  auto opts_nd = opts;
-  opts_nd.weight_decay(0.0);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts));
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(opts_nd));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
-}
-
 Expected<TrainSummary> train_impl(const TrainConfig& cfg_in, const DistOptions& dist) {
   TrainConfig cfg = cfg_in;
   POCKET_RETURN_IF_ERROR(cfg.validate());
@@ -254,7 +243,7 @@ Expected<TrainSummary> train_impl(const TrainConfig& cfg_in, const DistOptions& 
     POCKET_RETURN_IF_ERROR(model->load_named(base.weights));
   }
   model->to(device);  // before the optimiser is built, so its state is created beside the parameters
-  auto opt = make_optimizer(model, cfg);
+  auto opt = make_adamw(model, cfg);
   if (resume) {  // a checkpoint loads onto this run's device, whatever device wrote it
     torch::load(model, resume_dir + "/model.pt", device);
     torch::load(*opt, resume_dir + "/optim.pt", device);
