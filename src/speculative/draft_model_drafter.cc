@@ -21,6 +21,15 @@ std::string quoted(std::string_view s) {
   }
   return q + "\"";
 }
+// The draft's session: a cache of min(n_ctx, its trained context) positions, one logit row.
+SessionShape draft_shape(const Model& draft, int64_t n_ctx) {
+  SessionShape shape;
+  shape.n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : draft.config().context_length, draft.hparams().n_ctx_train);
+  shape.n_batch = std::min<int64_t>(shape.n_ctx, kDefaultBatch);
+  shape.n_logit_rows = 1;
+  return shape;
+}
+
 }  // namespace
 
 Status check_vocab_compatible(const Model& target, const Model& draft, const std::string& label) {
@@ -56,10 +65,7 @@ Expected<std::unique_ptr<DraftModelDrafter>> DraftModelDrafter::create(std::shar
                                                                         ThreadPool* pool, const std::string& label) {
   if (draft == nullptr || pool == nullptr) return invalid_argument("[speculative] draft model or pool is null");
   POCKET_RETURN_IF_ERROR(check_vocab_compatible(target, *draft, label));
-  SessionShape shape;
-  shape.n_ctx = std::min<int64_t>(n_ctx > 0 ? n_ctx : draft->config().context_length, draft->hparams().n_ctx_train);
-  shape.n_batch = std::min<int64_t>(shape.n_ctx, kDefaultBatch);
-  shape.n_logit_rows = 1;
+  const SessionShape shape = draft_shape(*draft, n_ctx);
   std::unique_ptr<DraftModelDrafter> d(new DraftModelDrafter());
   POCKET_ASSIGN_OR_RETURN(d->tf_, Transformer::create(draft, shape, pool));
   d->model_ = std::move(draft);
@@ -116,5 +122,15 @@ Expected<int32_t> DraftModelDrafter::propose(std::span<const int32_t> ctx, std::
   }
   return static_cast<int32_t>(k);
 }
+
+MemoryPlan DraftModelDrafter::plan_for(const Model& draft, int64_t n_ctx, int64_t n_threads) {
+  SessionShape shape = draft_shape(draft, n_ctx);
+  shape.n_threads = std::max<int64_t>(n_threads, 1);  // as Transformer::create completes the shape
+  shape.kv_f16 = kv_cache_f16(draft.package());
+  shape.residual_act = residual_activations(draft.package());
+  return make_memory_plan(draft.hparams(), shape, draft.package().file_size());
+}
+
+const MemoryPlan& DraftModelDrafter::plan() const { return tf_->plan(); }
 
 }  // namespace pocket

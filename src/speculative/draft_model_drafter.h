@@ -35,6 +35,10 @@ class DraftModelDrafter final : public Drafter {
   void reset() override;
 
   const Model& model() const { return *model_; }
+  // The draft's own session: its package bytes (weights), KV cache, scratch and logits.
+  const MemoryPlan& plan() const;
+  // The same plan without creating anything (pocket plan): a draft session for a target context of n_ctx.
+  static MemoryPlan plan_for(const Model& draft, int64_t n_ctx, int64_t n_threads);
 
  private:
   DraftModelDrafter() = default;

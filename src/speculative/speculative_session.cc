@@ -141,11 +141,25 @@ Expected<std::unique_ptr<SpeculativeSession>> SpeculativeSession::create(std::sh
     if (draft == nullptr) {
       POCKET_ASSIGN_OR_RETURN(draft, Model::load(spec.draft_model_path, spec.draft_open));
     }
-    POCKET_ASSIGN_OR_RETURN(s->drafter_, DraftModelDrafter::create(std::move(draft), *target,
-                                                                   s->transformer_->n_ctx(), s->pool_.get(), label));
+    POCKET_ASSIGN_OR_RETURN(auto dm, DraftModelDrafter::create(std::move(draft), *target, s->transformer_->n_ctx(),
+                                                               s->pool_.get(), label));
+    // The draft model's own session counts too; when the target fits the budget but not both, decode
+    // plainly and say why, as with a block drafter.
+    const MemoryPlan& dp = dm->plan();
+    const uint64_t budget = opts.mem_budget_bytes;
+    if (budget > 0 && s->transformer_->plan().total() + dp.total() > budget) {
+      s->spec_disabled_reason_ = "the draft model needs " + std::to_string(dp.total() >> 20) + " MiB (package " +
+                                 std::to_string(dp.weights >> 20) + " MiB, session " +
+                                 std::to_string(dp.session_total() >> 20) + " MiB), more than the memory budget of " +
+                                 std::to_string(budget >> 20) +
+                                 " MiB leaves beside the target; decoding without speculation";
+    } else {
+      block_plan = dp;  // the drafter's share of the plan, below
+      s->drafter_ = std::move(dm);
+    }
   }
   s->plan_ = s->transformer_->plan();
-  if (s->drafter_ != nullptr && block_plan.total() > 0) {  // the block drafter's bytes beside the target's
+  if (s->drafter_ != nullptr && block_plan.total() > 0) {  // the drafter's bytes beside the target's
     s->plan_.weights += block_plan.weights;
     s->plan_.kv_cache += block_plan.kv_cache;
     s->plan_.activations += block_plan.activations;

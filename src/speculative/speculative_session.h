@@ -70,9 +70,10 @@ class SpeculativeSession {
   Transformer& transformer() { return *transformer_; }
   int64_t n_past() const { return transformer_->n_past(); }
   int32_t n_threads() const { return pool_->n_threads(); }
-  // The target's plan plus, with a block drafter, the drafter's package and session bytes (drafter_plan()).
+  // The target's plan plus, with a block drafter or a draft model, the drafter's package and session bytes
+  // (drafter_plan()).
   const MemoryPlan& plan() const { return plan_; }
-  // The block drafter's share of plan(): zero without one.
+  // The block drafter's or draft model's share of plan(): zero without one.
   const MemoryPlan& drafter_plan() const { return drafter_plan_; }
   // Non-empty when the requested speculation was switched off at creation and the session decodes plainly:
   // why (a block drafter that does not fit the memory budget beside the target).

@@ -68,5 +68,56 @@ TEST(DraftModel, ProposesGreedyContinuationAcrossContextChanges) {
   EXPECT_EQ(*(*small)->propose(ctx, out), 0);
 }
 
+// The draft model's own session (package, KV cache, scratch, logits) is in the session's plan; a memory
+// budget that holds the target but not both decodes plainly and says why, like a block drafter.
+TEST(DraftModel, SessionPlanCountsTheDraftModelAndBudgetFallsBackToPlain) {
+  auto target = tiny_model(11);
+  auto draft = tiny_model(12);
+  SpeculativeOptions spec;
+  spec.method = SpecMethod::kDraftModel;
+  spec.draft_model = draft;
+  spec.fallback.enabled = false;
+  SessionOptions so;
+  so.n_threads = 1;
+  so.n_ctx = 128;
+  auto full = SpeculativeSession::create(target, so, spec);
+  ASSERT_TRUE(full) << full.status().to_string();
+  const auto* dm = dynamic_cast<const DraftModelDrafter*>((*full)->drafter());
+  ASSERT_NE(dm, nullptr);
+  EXPECT_GT(dm->plan().weights, 0u);
+  EXPECT_GT(dm->plan().kv_cache, 0u);
+  EXPECT_EQ((*full)->drafter_plan().total(), dm->plan().total());
+  EXPECT_EQ(DraftModelDrafter::plan_for(*draft, 128, 1).total(), dm->plan().total());  // what pocket plan prints
+  EXPECT_EQ((*full)->plan().total(), (*full)->transformer().plan().total() + dm->plan().total());
+  EXPECT_TRUE((*full)->spec_disabled_reason().empty());
+
+  const std::vector<int32_t> prompt = {10, 11, 12, 10, 11};
+  GenerateOptions go;
+  go.n_predict = 20;
+  go.stop_at_eos = false;
+  const std::vector<int32_t> want = testing::plain_generate(target, prompt, go, 128);
+  {  // exactly enough for both
+    SessionOptions b = so;
+    b.mem_budget_bytes = (*full)->plan().total();
+    auto s = SpeculativeSession::create(target, b, spec);
+    ASSERT_TRUE(s) << s.status().to_string();
+    EXPECT_NE((*s)->drafter(), nullptr);
+    EXPECT_TRUE((*s)->spec_disabled_reason().empty());
+  }
+  {  // one byte less: plain decoding, the reason given, the same output
+    SessionOptions b = so;
+    b.mem_budget_bytes = (*full)->plan().total() - 1;
+    auto s = SpeculativeSession::create(target, b, spec);
+    ASSERT_TRUE(s) << s.status().to_string();
+    EXPECT_EQ((*s)->drafter(), nullptr);
+    EXPECT_NE((*s)->spec_disabled_reason().find("draft model needs"), std::string::npos)
+        << (*s)->spec_disabled_reason();
+    EXPECT_EQ((*s)->drafter_plan().total(), 0u);
+    EXPECT_LE((*s)->plan().total(), b.mem_budget_bytes);
+    EXPECT_EQ(testing::spec_generate(**s, prompt, go), want);
+    EXPECT_EQ((*s)->spec_stats().n_drafted, 0);
+  }
+}
+
 }  // namespace
 }  // namespace pocket

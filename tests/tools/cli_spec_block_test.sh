@@ -47,6 +47,10 @@ awk -v t="$target" -v d="$drafter" -v b="$both" 'BEGIN { exit !(t > 0 && d > 0 &
 budget=$(awk -v t="$target" -v b="$both" 'BEGIN { printf "%.2f", (t + b) / 2 }')
 out=$("$pocket" plan -m "$model" -c 512 --spec block -md "$tmp/d.pocket" --mem-budget "$budget")
 [ $? -eq 1 ] && grep -q "the target alone fits" <<<"$out" || { echo "FAILED: plan budget $budget: $out"; fail=1; }
+# plan --spec draft: the draft model's own session and the sum (the model drafting for itself).
+dplan=$("$pocket" plan -m "$model" -c 512 --spec draft -md "$model") || { echo "FAILED: plan --spec draft: $dplan"; fail=1; }
+grep -q "^draft model .*(4 layers)$" <<<"$dplan" && grep -q "^target + draft model " <<<"$dplan" ||
+  { echo "FAILED: plan draft model: $dplan"; fail=1; }
 # run under that budget (the run's plan holds the package's default context): plain decoding, the reason on stderr.
 ctx_plan=$("$pocket" plan -m "$model" --spec block -md "$tmp/d.pocket")
 t2=$(grep -m1 -E '^total ' <<<"$ctx_plan" | awk '{print $2}')

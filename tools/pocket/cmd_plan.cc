@@ -1,5 +1,5 @@
 // `pocket plan -m M -c CTX [--spec block -md D]`: the exact bytes a session would hold, computed without
-// allocating anything; with a block drafter, the drafter's package and session bytes beside the target's.
+// allocating anything; with a block drafter or a draft model, its package and session bytes beside the target's.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -12,6 +12,7 @@
 #include "spec_flags.h"
 #include "speculative/block_drafter.h"
 #include "speculative/draft_length.h"
+#include "speculative/draft_model_drafter.h"
 
 namespace pocket::cli {
 
@@ -28,10 +29,6 @@ double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
 int plan(const PlanArgs& a) {
   if (Status st = check_spec_flags("plan", a.spec, a.draft_model); !st.is_ok()) return report("plan", st);
-  if (a.spec == "draft") {
-    return report("plan", unsupported("[plan] --spec draft: a draft model's own session is not planned here "
-                                      "(pocket plan -m DRAFT gives it); --spec block and ngram are"));
-  }
   if (a.spec != "none" && (a.draft_max < 1 || a.draft_max > kMaxDraft)) {
     return report("plan", invalid_argument("[plan] --draft-max must be 1.." + std::to_string(kMaxDraft)));
   }
@@ -65,6 +62,15 @@ int plan(const PlanArgs& a) {
     k = std::min<int64_t>(k, drafter->config().block_size);
     s.hidden_layers = drafter->config().target_layers;
   }
+  std::shared_ptr<const Model> draft_model;  // --spec draft: the draft model's own session
+  if (a.spec == "draft") {
+    auto target = Model::load(a.model, lazy);
+    if (!target) return report("plan", target.status());
+    auto d = Model::load(a.draft_model, lazy);
+    if (!d) return report("plan", d.status());
+    if (Status st = check_vocab_compatible(**target, **d, a.draft_model); !st.is_ok()) return report("plan", st);
+    draft_model = std::move(*d);
+  }
   if (a.spec != "none") {
     s.n_logit_rows = k + 1;
     s.n_batch = std::min(s.n_ctx, std::max(s.n_batch, k + 1));
@@ -86,11 +92,18 @@ int plan(const PlanArgs& a) {
     total += d.total();
     std::printf("\ntarget + drafter  %10.2f MiB\n", mib(total));
   }
+  if (draft_model != nullptr) {
+    const MemoryPlan d = DraftModelDrafter::plan_for(*draft_model, s.n_ctx, s.n_threads);
+    std::printf("\ndraft model %s (%lld layers)\n%s", a.draft_model.c_str(),
+                static_cast<long long>(draft_model->hparams().n_layers), d.to_string().c_str());
+    total += d.total();
+    std::printf("\ntarget + draft model  %10.2f MiB\n", mib(total));
+  }
   if (a.budget_mb > 0) {
     const double need = mib(total);
     if (need > a.budget_mb) {
       std::printf("over budget: needs %.2f MiB, budget %.2f MiB\n", need, a.budget_mb);
-      if (drafter != nullptr && mib(p.total()) <= a.budget_mb) {
+      if ((drafter != nullptr || draft_model != nullptr) && mib(p.total()) <= a.budget_mb) {
         std::printf("the target alone fits (%.2f MiB): a session would decode without speculation\n", mib(p.total()));
       }
       return 1;
