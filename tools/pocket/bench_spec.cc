@@ -66,6 +66,16 @@ Expected<double> time_block_drafter(const SpecBenchArgs& a, std::shared_ptr<cons
 
 }  // namespace
 
+Expected<BenchSessions> make_bench_sessions(const std::shared_ptr<const Model>& model, const SessionOptions& so,
+                                            const SpeculativeOptions& spec) {
+  BenchSessions b;
+  POCKET_ASSIGN_OR_RETURN(b.plain, Session::create(model, so));
+  POCKET_ASSIGN_OR_RETURN(b.spec, SpeculativeSession::create(model, so, spec));
+  const std::string& off = b.spec->spec_disabled_reason();
+  if (!off.empty()) std::fprintf(stderr, "pocket bench: speculation off, decoding plainly: %s\n", off.c_str());
+  return b;
+}
+
 int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   auto method = parse_spec_method(a.method);
   if (!method) return report("bench", method.status());
@@ -98,12 +108,11 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   spec.draft_model_path = a.draft_model;
   spec.draft_open = open;
   spec.fallback.enabled = a.fallback;
-  auto plain = Session::create(*model, so);
-  if (!plain) return report("bench", plain.status());
-  auto specs = SpeculativeSession::create(*model, so, spec);
-  if (!specs) return report("bench", specs.status());
-  const std::string& off = (*specs)->spec_disabled_reason();
-  if (!off.empty()) std::fprintf(stderr, "pocket bench: speculation off, decoding plainly: %s\n", off.c_str());
+  auto sessions = make_bench_sessions(*model, so, spec);
+  if (!sessions) return report("bench", sessions.status());
+  auto& plain = sessions->plain;
+  auto& specs = sessions->spec;
+  const std::string& off = specs->spec_disabled_reason();
 
   GenerateOptions go;
   go.n_predict = a.n_gen;
@@ -113,17 +122,17 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   std::vector<double> tps_plain, tps_spec;
   SpecStats ss;
   for (int r = 0; r <= a.reps; ++r) {  // run 0 is the warm-up
-    (*plain)->reset();
-    (*specs)->reset();
+    plain->reset();
+    specs->reset();
     out_plain.clear();
     out_spec.clear();
     GenerateStats gp, gs;
-    Status st = (*plain)->generate_tokens(prompt, go, [&](int32_t id, std::string_view) {
+    Status st = plain->generate_tokens(prompt, go, [&](int32_t id, std::string_view) {
       out_plain.push_back(id);
       return true;
     }, nullptr, &gp);
     if (st.is_ok()) {
-      st = (*specs)->generate_tokens(prompt, go, [&](int32_t id, std::string_view) {
+      st = specs->generate_tokens(prompt, go, [&](int32_t id, std::string_view) {
         out_spec.push_back(id);
         return true;
       }, nullptr, &gs);
@@ -132,12 +141,12 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
     if (r == 0) continue;
     tps_plain.push_back(gp.decode_tps());
     tps_spec.push_back(gs.decode_tps());
-    ss = (*specs)->spec_stats();
+    ss = specs->spec_stats();
   }
   const bool same = out_plain == out_spec;
 
   // The verify pass against one decode step, at the depth of the prompt: medians over alternating pairs.
-  Transformer& t = (*specs)->transformer();  // sized for k + 1 logit rows
+  Transformer& t = specs->transformer();  // sized for k + 1 logit rows
   const int64_t rows = a.draft_max + 1;
   std::vector<int32_t> batch(static_cast<size_t>(rows), prompt.back());
   const int64_t depth = static_cast<int64_t>(prompt.size());
@@ -173,7 +182,7 @@ int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json) {
   const VerifyCost& last = curve.back();  // k + 1 rows
   double draft_s = 0;  // one block drafter pass at the prompt's depth (--spec block)
   if (*method == SpecMethod::kBlock && off.empty() && prompt.size() >= 2) {
-    Expected<double> ds = time_block_drafter(a, *model, t, prompt, (*specs)->n_threads(), a.reps * 4);
+    Expected<double> ds = time_block_drafter(a, *model, t, prompt, specs->n_threads(), a.reps * 4);
     if (!ds) return report("bench", ds.status());
     draft_s = *ds;
     t.truncate(0);

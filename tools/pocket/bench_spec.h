@@ -3,7 +3,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+
+#include "generate/session.h"
+#include "speculative/speculative_session.h"
 
 namespace pocket::cli {
 
@@ -14,6 +18,15 @@ struct SpecBenchArgs {
   bool no_mmap = false;  // read the packages (target and draft) instead of mapping them
   bool verify_curve = false;  // the verify cost for every row count 2 .. k + 1, not only k + 1
 };
+
+// The two sessions a side-by-side benchmark compares, on the same options: plain, and speculative with
+// `spec`. Says on stderr when the memory budget switched speculation off. Shared by --spec and --task-prompts.
+struct BenchSessions {
+  std::unique_ptr<Session> plain;
+  std::unique_ptr<SpeculativeSession> spec;
+};
+Expected<BenchSessions> make_bench_sessions(const std::shared_ptr<const Model>& model, const SessionOptions& so,
+                                            const SpeculativeOptions& spec);
 
 // Prints markdown rows (or fills `json` when non-null). Returns the process exit code.
 int bench_speculative(const SpecBenchArgs& a, nlohmann::json* json);

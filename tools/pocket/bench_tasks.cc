@@ -13,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "bench_spec.h"
 #include "commands.h"
 #include "generate/chat_prompt.h"
 #include "generate/session.h"
@@ -135,12 +136,11 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
   spec.draft_model_path = a.draft_model;
   spec.draft_open = open;
   spec.fallback.enabled = a.fallback;
-  auto plain = Session::create(*model, so);
-  if (!plain) return report("bench", plain.status());
-  auto specs = SpeculativeSession::create(*model, so, spec);
-  if (!specs) return report("bench", specs.status());
-  const std::string& off = (*specs)->spec_disabled_reason();
-  if (!off.empty()) std::fprintf(stderr, "pocket bench: speculation off, decoding plainly: %s\n", off.c_str());
+  auto sessions = make_bench_sessions(*model, so, spec);
+  if (!sessions) return report("bench", sessions.status());
+  auto& plain = sessions->plain;
+  auto& specs = sessions->spec;
+  const std::string& off = specs->spec_disabled_reason();
 
   GenerateOptions go;
   go.n_predict = a.n_gen;
@@ -157,11 +157,11 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
     };
     Status st;
     if (speculative) {
-      (*specs)->reset();
-      st = (*specs)->generate_tokens(ex.prompt, go, keep, nullptr, &gs);
+      specs->reset();
+      st = specs->generate_tokens(ex.prompt, go, keep, nullptr, &gs);
     } else {
-      (*plain)->reset();
-      st = (*plain)->generate_tokens(ex.prompt, go, keep, nullptr, &gs);
+      plain->reset();
+      st = plain->generate_tokens(ex.prompt, go, keep, nullptr, &gs);
     }
     if (!st.is_ok()) {
       *err = Status(st.code(), st.message() + " (" + a.tasks_file + ":" + std::to_string(ex.line) + ")");
@@ -217,7 +217,7 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
       differences.push_back({{"line", ex.line}, {"task", ex.task}, {"lang", ex.lang}, {"first_token", at},
                              {"plain_id", want}, {"spec_id", got}});
     }
-    const SpecStats& st = (*specs)->spec_stats();  // the last speculative run of this example
+    const SpecStats& st = specs->spec_stats();  // the last speculative run of this example
     const int64_t tokens = static_cast<int64_t>(out_plain.size());
     const double mp = median(tp), ms = median(ts);
     group(ex.task, "(all)").add(tokens, mp, ms, st, same);
@@ -261,7 +261,7 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
     }
     (*json)["task_bench"] = {{"method", a.method}, {"draft_model", a.draft_model}, {"draft_max", a.draft_max},
                              {"tasks_file", a.tasks_file}, {"per_task", a.per_task}, {"n_gen", a.n_gen},
-                             {"reps", a.reps}, {"threads", (*specs)->n_threads()}, {"fallback", a.fallback},
+                             {"reps", a.reps}, {"threads", specs->n_threads()}, {"fallback", a.fallback},
                              {"rows", rows}, {"outputs_identical", all_same}, {"differences", differences},
                              {"spec_disabled_reason", off}};
   } else {
@@ -280,7 +280,7 @@ int bench_tasks(const TaskBenchArgs& a, nlohmann::json* json) {
                 "%d threads, median of %d alternating runs per example; outputs %s\n",
                 a.model.c_str(), a.method.c_str(), a.draft_max, a.fallback ? "" : " (no fallback)",
                 static_cast<long long>(total.n_examples), a.per_task, a.tasks_file.c_str(), a.n_gen,
-                (*specs)->n_threads(), a.reps,
+                specs->n_threads(), a.reps,
                 all_same ? "identical to plain decoding (lossless)" : "DIFFER from plain decoding (see stderr)");
   }
   if (!all_same) {

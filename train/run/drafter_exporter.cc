@@ -8,6 +8,7 @@
 #include "model/matmul.h"
 #include "model/model.h"
 #include "quant/quantize.h"
+#include "run/exporter.h"
 
 namespace pocket::train {
 
@@ -65,38 +66,12 @@ Status export_block_drafter(const BlockDrafterConfig& c, const std::vector<Named
   }
   POCKET_ASSIGN_OR_RETURN(auto target, Model::load(target_path));
   POCKET_RETURN_IF_ERROR(c.check_target(*target));
-  std::map<std::string, const NamedTensor*> by_name;
-  for (const auto& t : weights) by_name[t.name] = &t;
-  const auto want = drafter_tensor_shapes(c);
-  if (by_name.size() != want.size()) {
-    return invalid_argument("[drafter export] " + std::to_string(weights.size()) + " tensors given, the drafter has " +
-                            std::to_string(want.size()));
-  }
   PackageWriter w;
   w.set_descriptor(c.to_json());
   w.set_inference_config(std::string(target->package().config_json()));
   const auto tok = target->package().tokenizer_bytes();
   w.set_tokenizer(std::vector<uint8_t>(tok.begin(), tok.end()));
-  for (const auto& [name, shape] : want) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) return invalid_argument("[drafter export] tensor '" + name + "' is missing");
-    const NamedTensor& t = *it->second;
-    if (t.shape != shape) return invalid_argument("[drafter export] tensor '" + name + "' has the wrong shape");
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    if (static_cast<int64_t>(t.data.size()) != n) {
-      return invalid_argument("[drafter export] tensor '" + name + "' has the wrong size");
-    }
-    std::vector<uint64_t> ushape(shape.begin(), shape.end());
-    const bool matrix = shape.size() == 2;
-    const DType dt = matrix ? storage_dtype(mt, name, static_cast<uint64_t>(shape[0]), true) : DType::kF32;
-    const NamedTensor* src = &t;
-    POCKET_RETURN_IF_ERROR(w.add_tensor(name, dt, ushape, [src, dt, matrix](std::span<uint8_t> out) -> Status {
-      const int64_t rows = matrix ? src->shape[0] : 1;
-      const int64_t cols = src->shape.back();
-      return quant::quantize_tensor(dt, src->data.data(), rows, cols, out);
-    }));
-  }
+  POCKET_RETURN_IF_ERROR(add_checked_tensors(w, weights, drafter_tensor_shapes(c), mt, "[drafter export]"));
   return w.write(path);
 }
 

@@ -42,6 +42,37 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> runtime_tensor_shapes(
   return out;
 }
 
+Status add_checked_tensors(PackageWriter& w, const std::vector<NamedTensor>& weights,
+                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& want, DType mt,
+                           const std::string& tag) {
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const auto& t : weights) by_name[t.name] = &t;
+  if (by_name.size() != weights.size() || by_name.size() != want.size()) {
+    return invalid_argument(tag + " " + std::to_string(weights.size()) + " tensors given, " +
+                            std::to_string(want.size()) + " expected (each once)");
+  }
+  for (const auto& [name, shape] : want) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) return invalid_argument(tag + " tensor '" + name + "' is missing");
+    const NamedTensor& t = *it->second;
+    if (t.shape != shape) return invalid_argument(tag + " tensor '" + name + "' has the wrong shape");
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    if (static_cast<int64_t>(t.data.size()) != n) return invalid_argument(tag + " tensor '" + name + "' has the wrong size");
+    std::vector<uint64_t> ushape(shape.begin(), shape.end());
+    const bool matrix = shape.size() == 2;
+    // q4_g32 layer matrices go to the kernels' 8-row interleaved layout, as `pocket quantize` writes them.
+    const DType dt = matrix ? storage_dtype(mt, name, static_cast<uint64_t>(shape[0]), true) : DType::kF32;
+    const NamedTensor* src = &t;
+    POCKET_RETURN_IF_ERROR(w.add_tensor(name, dt, ushape, [src, dt, matrix](std::span<uint8_t> out) -> Status {
+      const int64_t rows = matrix ? src->shape[0] : 1;
+      const int64_t cols = src->shape.back();
+      return quant::quantize_tensor(dt, src->data.data(), rows, cols, out);
+    }));
+  }
+  return Status::ok();
+}
+
 Status export_package(const HParams& h, const std::vector<NamedTensor>& weights, const std::vector<uint8_t>& tokenizer,
                       const ExportOptions& opts, const std::string& path) {
   POCKET_RETURN_IF_ERROR(h.validate());
@@ -53,13 +84,6 @@ Status export_package(const HParams& h, const std::vector<NamedTensor>& weights,
   if (tok->n_vocab() > h.n_vocab) {
     return invalid_argument("[export] the tokenizer has " + std::to_string(tok->n_vocab()) +
                             " tokens, more than the model's n_vocab " + std::to_string(h.n_vocab));
-  }
-  std::map<std::string, const NamedTensor*> by_name;
-  for (const auto& t : weights) by_name[t.name] = &t;
-  const auto want = runtime_tensor_shapes(h);
-  if (by_name.size() != want.size()) {
-    return invalid_argument("[export] " + std::to_string(weights.size()) + " tensors given, the architecture has " +
-                            std::to_string(want.size()));
   }
   PackageWriter w;
   w.set_descriptor(h.to_json());
@@ -79,25 +103,7 @@ Status export_package(const HParams& h, const std::vector<NamedTensor>& weights,
   }
   w.set_inference_config(cfg.to_json());
   w.set_tokenizer(tokenizer);
-  for (const auto& [name, shape] : want) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) return invalid_argument("[export] tensor '" + name + "' is missing");
-    const NamedTensor& t = *it->second;
-    if (t.shape != shape) return invalid_argument("[export] tensor '" + name + "' has the wrong shape");
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    if (static_cast<int64_t>(t.data.size()) != n) return invalid_argument("[export] tensor '" + name + "' has the wrong size");
-    std::vector<uint64_t> ushape(shape.begin(), shape.end());
-    const bool matrix = shape.size() == 2;
-    // q4_g32 layer matrices go to the kernels' 8-row interleaved layout, as `pocket quantize` writes them.
-    const DType dt = matrix ? storage_dtype(mt, name, static_cast<uint64_t>(shape[0]), true) : DType::kF32;
-    const NamedTensor* src = &t;
-    POCKET_RETURN_IF_ERROR(w.add_tensor(name, dt, ushape, [src, dt, matrix](std::span<uint8_t> out) -> Status {
-      const int64_t rows = matrix ? src->shape[0] : 1;
-      const int64_t cols = src->shape.back();
-      return quant::quantize_tensor(dt, src->data.data(), rows, cols, out);
-    }));
-  }
+  POCKET_RETURN_IF_ERROR(add_checked_tensors(w, weights, runtime_tensor_shapes(h), mt, "[export]"));
   return w.write(path);
 }
 

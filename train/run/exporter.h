@@ -11,6 +11,10 @@
 #include "format/dtype.h"
 #include "model/hparams.h"
 
+namespace pocket {
+class PackageWriter;
+}
+
 namespace pocket::train {
 
 struct ExportOptions {
@@ -25,5 +29,12 @@ Status export_package(const HParams& h, const std::vector<NamedTensor>& weights,
 
 // The tensor names and shapes the runtime binds for `h`, in file order.
 std::vector<std::pair<std::string, std::vector<int64_t>>> runtime_tensor_shapes(const HParams& h);
+
+// Adds `weights` to `w` in the order of `want`: each named tensor present once with its shape and size, nothing
+// else; matrices stored as `matrix_type` (q4_g32 in the kernels' 8-row interleaved layout, as `pocket
+// quantize` writes it), vectors f32. `tag` prefixes the errors ("[export]"). The model and drafter exporters.
+Status add_checked_tensors(PackageWriter& w, const std::vector<NamedTensor>& weights,
+                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& want, DType matrix_type,
+                           const std::string& tag);
 
 }  // namespace pocket::train
