@@ -11,7 +11,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:?usage: scripts/train-drafter.sh WORK_DIR [BUILD_DIR]}
 build=${2:-$root/build/release}
 T=$build/bin/pocket-train
-P=$build/bin/pocket
 threads=${THREADS:-1}
 model=${MODEL:-$root/models/pocket-nano-q4.pocket}
 tasks=${TASKS:-$work/tasks}
@@ -33,21 +32,18 @@ resume=""; [ -f "$work/run/latest" ] && resume="--resume"
   --seqs 16 --anchors 12 --eval-every 500 --eval-seqs 150 --ckpt-every 250 --log-every 50 \
   --threads "$threads" --export q8,q4_g32 $resume
 
-# 3. The shipped type: 4-bit in the kernels' interleaved layout (q4_g32r8, `pocket quantize --type q4`): the
-#    runtime's q8 matmul has no VNNI path, so a q8 drafter's pass is ~2.3x slower for the same tau
-#    (docs/speculative.md, "Block drafter: measured").
-"$P" quantize "$work/run/drafter-f32.pocket" "$work/run/drafter-q4r8.pocket" --type q4
-
-# 4. Held-out tau per task on the test split, f32 and quantised (the torch estimate given the torch target's
+# 3. Held-out tau per task on the test split, f32 and quantised (the torch estimate given the torch target's
 #    hidden states).
-for t in f32 q8 q4_g32 q4r8; do
+for t in f32 q8 q4_g32; do
   echo "== drafter-$t on test"
   "$T" drafter --eval-package "$work/run/drafter-$t.pocket" --target "$model" --data "$work/test.bin" \
     --threads "$threads" --json "$work/test-$t.json"
 done
 
-# 5. The shipped package and its small logs.
-cp "$work/run/drafter-q4r8.pocket" "$root/models/pocket-nano-drafter.pocket"
+# 4. The shipped package, 4-bit (the exporter writes q4_g32 in the kernels' interleaved q4_g32r8 layout, as
+#    `pocket quantize` does; q8 keeps ~0.05 more tokens per pass but its matmul has no VNNI kernel, so its pass
+#    is ~2.3x slower: docs/speculative.md, "Block drafter: measured"), and its small logs.
+cp "$work/run/drafter-q4_g32.pocket" "$root/models/pocket-nano-drafter.pocket"
 mkdir -p "$root/models/pocket-nano-drafter-logs"
 cp "$work/run/log.jsonl" "$work/run/eval.jsonl" "$work"/test-*.json "$root/models/pocket-nano-drafter-logs/"
 [ -f "$work/run/loss.png" ] && cp "$work/run/loss.png" "$root/models/pocket-nano-drafter-logs/"
