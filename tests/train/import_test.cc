@@ -19,6 +19,7 @@
 #include "nn/trainer.h"
 #include "quant/quantize.h"
 #include "run/exporter.h"
+#include "run/grow.h"
 #include "train_test_util.h"
 
 namespace pocket::train {
@@ -209,6 +210,107 @@ TEST(Import, CheckpointFineTunesAndTheCliImportsAndExports) {
   ASSERT_TRUE(m.has_value()) << m.status().to_string();
   EXPECT_EQ((*m)->config().chat_template, "chatml");
   EXPECT_EQ((*m)->weight_type_label(), "q4_g32");
+}
+
+// Depth growth keeps the function: the grown checkpoint (2 -> 5 layers, uneven on purpose) gives the same
+// libtorch and runtime logits as its source, layer j is a copy of source layer floor(j * 2 / 5) with the
+// residual outputs of every copy after the first zeroed, it fine-tunes, and bad requests are refused.
+TEST(Grow, DeeperCheckpointComputesTheSameFunctionAndTrains) {
+  TempDir tmp;
+  const HParams h = small_hparams(/*tied=*/true);
+  const auto w = random_weights(h, 21);
+  const auto tok = testing::char_tokenizer()->serialize();
+  const std::string a = export_to(tmp, "a.pocket", h, w, tok, DType::kF32);
+  ASSERT_TRUE(import_checkpoint(a, tmp.file("src"), 1).has_value());
+
+  const std::string bin = POCKET_TRAIN_BIN;
+  std::string out;
+  ASSERT_EQ(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("big") +
+                                     " --layers 5 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("5 layers"), std::string::npos) << out;
+  auto c = load_checkpoint(tmp.file("big"));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->meta.hparams.n_layers, 5);
+  EXPECT_EQ(c->meta.config.chat_template, "chatml");
+  EXPECT_EQ(c->tokenizer, tok);
+  const int64_t per_layer = static_cast<int64_t>(w.size() - 2) / h.n_layers;  // token_embd, output_norm
+  ASSERT_EQ(static_cast<int64_t>(c->weights.size()), 2 + 5 * per_layer);
+
+  const std::vector<int64_t> want_src = {0, 0, 0, 1, 1};
+  for (int64_t j = 0; j < 5; ++j) {
+    const bool first_copy = j == 0 || want_src[j] != want_src[j - 1];
+    for (const NamedTensor& t : c->weights) {
+      const std::string prefix = "blk." + std::to_string(j) + ".";
+      if (t.name.rfind(prefix, 0) != 0) continue;
+      const std::string src_name = "blk." + std::to_string(want_src[j]) + "." + t.name.substr(prefix.size());
+      auto it = std::find_if(w.begin(), w.end(), [&](const NamedTensor& x) { return x.name == src_name; });
+      ASSERT_NE(it, w.end()) << src_name;
+      const bool zeroed = !first_copy && (t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight"));
+      if (zeroed) {
+        EXPECT_TRUE(std::all_of(t.data.begin(), t.data.end(), [](float x) { return x == 0.0f; })) << t.name;
+      } else {
+        EXPECT_TRUE(t.data == it->data) << t.name << " should be " << src_name;
+      }
+    }
+  }
+
+  std::vector<int32_t> tokens(40);
+  std::mt19937 rng(9);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % h.n_vocab);
+  auto ls = libtorch_logits(h, w, tokens);
+  auto lg = libtorch_logits(c->meta.hparams, c->weights, tokens);
+  ASSERT_TRUE(ls.has_value() && lg.has_value());
+  EXPECT_TRUE(*ls == *lg) << "an identity block adds exactly 0 to the residual stream";
+  const std::string b = export_to(tmp, "b.pocket", c->meta.hparams, c->weights, c->tokenizer, DType::kF32);
+  const auto ra = runtime_logits(a, tokens), rb = runtime_logits(b, tokens);
+  ASSERT_EQ(ra.size(), rb.size());
+  float max_err = 0;
+  for (size_t i = 0; i < ra.size(); ++i) max_err = std::max(max_err, std::abs(ra[i] - rb[i]));
+  EXPECT_LT(max_err, 1e-4f) << "the runtime must agree too (its kernels may sum in another order)";
+
+  // Training moves the new blocks: after a few SFT steps a zeroed output matrix is no longer zero.
+  TrainConfig cfg;
+  cfg.stage = Stage::kSft;
+  cfg.init_from = tmp.file("big");
+  cfg.data = {testing::write_chat_data(tmp.file("."), 64)};
+  cfg.out_dir = tmp.file("sft");
+  cfg.seq_len = 128;
+  cfg.micro_batch = 4;
+  cfg.max_steps = 3;
+  cfg.warmup_steps = 1;
+  cfg.eval_interval = 0;
+  cfg.ckpt_interval = 100;
+  cfg.threads = 1;
+  cfg.plot = false;
+  cfg.quiet = true;
+  auto r = run_training(cfg);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  auto t = load_checkpoint(tmp.file("sft"));
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  auto grown_out = std::find_if(t->weights.begin(), t->weights.end(),
+                                [](const NamedTensor& x) { return x.name == "blk.1.ffn_down.weight"; });
+  ASSERT_NE(grown_out, t->weights.end());
+  EXPECT_TRUE(std::any_of(grown_out->data.begin(), grown_out->data.end(), [](float x) { return x != 0.0f; }));
+
+  // Refusals: not deeper, an existing checkpoint, a missing source, a malformed flag.
+  EXPECT_FALSE(grow_depth(h, w, 2).has_value());
+  EXPECT_FALSE(grow_depth(h, w, 1000).has_value());
+  auto bad = w;
+  bad.erase(std::find_if(bad.begin(), bad.end(), [](const NamedTensor& x) { return x.name == "blk.1.ffn_down.weight"; }));
+  auto g = grow_depth(h, bad, 4);
+  ASSERT_FALSE(g.has_value());
+  EXPECT_NE(g.status().to_string().find("blk.1.ffn_down.weight"), std::string::npos) << g.status().to_string();
+  EXPECT_NE(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("big") +
+                                     " --layers 5 2>&1", &out), 0);
+  EXPECT_NE(out.find("already holds a checkpoint"), std::string::npos) << out;
+  EXPECT_NE(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("g2") +
+                                     " --layers 2 2>&1", &out), 0);
+  EXPECT_NE(out.find("more layers"), std::string::npos) << out;
+  EXPECT_NE(testing::run_command(bin + " grow --from " + tmp.file("nothing") + " --out " + tmp.file("g3") +
+                                     " --layers 4 2>&1", &out), 0);
+  EXPECT_NE(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("g4") +
+                                     " --layers x 2>&1", &out), 0);
+  EXPECT_NE(out.find("--layers"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -1,17 +1,54 @@
 // Package -> training checkpoint (see checkpoint_import.h).
 #include "nn/checkpoint_import.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "nn/llama_torch.h"
+#include "nn/train_state.h"
+#include "nn/trainer.h"
+#include "run/grow.h"
 
 namespace pocket::train {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A step-0 checkpoint of `weights` (fresh AdamW with the trainer's groups, the seed's RNG state) through the
+// trainer's own atomic commit.
+Expected<ImportSummary> write_initial_checkpoint(const char* who, const HParams& h,
+                                                 const std::vector<NamedTensor>& weights,
+                                                 const std::vector<uint8_t>& tokenizer, const std::string& chat_template,
+                                                 int64_t seq_len, const std::string& run_dir, int32_t threads) {
+  try {
+    ImportSummary s;
+    s.n_params = h.n_params();
+    TrainConfig& c = s.meta.config;
+    c.stage = Stage::kSft;
+    c.model = h;
+    c.chat_template = chat_template.empty() ? "none" : chat_template;
+    c.out_dir = run_dir;
+    c.seq_len = std::min<int64_t>(seq_len > 0 ? seq_len : c.seq_len, h.n_ctx_train);
+    c.threads = threads;
+    s.meta.hparams = h;
+
+    Llama model(h);
+    POCKET_RETURN_IF_ERROR(model->load_named(weights));
+    auto opt = make_adamw(model, c);
+    torch::manual_seed(c.seed);
+    std::string committed;
+    POCKET_RETURN_IF_ERROR(save_train_state(run_dir, model, *opt, s.meta, tokenizer, {}, &committed));
+    s.checkpoint = committed;
+    return s;
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, std::string("[") + who + "] libtorch: " + e.what());
+  }
+}
+
+}  // namespace
 
 Expected<ImportSummary> import_checkpoint(const std::string& package, const std::string& run_dir, int32_t threads) {
   if (run_dir.empty()) return invalid_argument("[import] no output run directory given");
@@ -20,56 +57,27 @@ Expected<ImportSummary> import_checkpoint(const std::string& package, const std:
   }
   POCKET_ASSIGN_OR_RETURN(ImportedPackage p, import_package(package));
   POCKET_RETURN_IF_ERROR(p.hparams.validate());
-  try {
-    ImportSummary s;
-    s.source_type = p.dominant_type;
-    s.n_params = p.hparams.n_params();
-    TrainConfig& c = s.meta.config;
-    c.stage = Stage::kSft;
-    c.model = p.hparams;
-    c.chat_template = p.chat_template.empty() ? "none" : p.chat_template;
-    c.out_dir = run_dir;
-    c.seq_len = std::min<int64_t>(c.seq_len, p.hparams.n_ctx_train);
-    c.threads = threads;
-    s.meta.hparams = p.hparams;
+  POCKET_ASSIGN_OR_RETURN(ImportSummary s, write_initial_checkpoint("import", p.hparams, p.weights, p.tokenizer,
+                                                                    p.chat_template, 0, run_dir, threads));
+  s.source_type = p.dominant_type;
+  return s;
+}
 
-    Llama model(p.hparams);
-    POCKET_RETURN_IF_ERROR(model->load_named(p.weights));
-    // The trainer's optimiser layout (train_state.h make_adamw): matrices decayed, vectors not.
-    std::vector<torch::Tensor> decay, no_decay;
-    for (auto& t : model->parameters()) (t.dim() >= 2 ? decay : no_decay).push_back(t);
-    auto opts = torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.adam_eps).weight_decay(c.weight_decay);
-    auto opts_nd = opts;
-    opts_nd.weight_decay(0.0);
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts));
-    groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(opts_nd));
-    torch::optim::AdamW opt(std::move(groups), opts);
-
-    std::error_code ec;
-    fs::create_directories(run_dir, ec);
-    const std::string tmp = run_dir + "/" + checkpoint_name(0) + ".tmp";
-    fs::remove_all(tmp, ec);
-    fs::create_directories(tmp, ec);
-    if (ec) return io_error("[import] cannot create " + tmp + ": " + ec.message());
-    torch::save(model, tmp + "/model.pt");
-    torch::save(opt, tmp + "/optim.pt");
-    torch::manual_seed(c.seed);
-    auto gen = at::detail::getDefaultCPUGenerator();
-    torch::Tensor rng_state;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      rng_state = gen.get_state();
-    }
-    torch::save(rng_state, tmp + "/rng.pt");
-    POCKET_RETURN_IF_ERROR(write_checkpoint_meta(tmp, s.meta));
-    POCKET_RETURN_IF_ERROR(write_binary_file(tmp + "/tokenizer.bin", p.tokenizer));
-    POCKET_RETURN_IF_ERROR(commit_checkpoint(run_dir, tmp, 0));
-    s.checkpoint = run_dir + "/" + checkpoint_name(0);
-    return s;
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, std::string("[import] libtorch: ") + e.what());
+Expected<ImportSummary> grow_checkpoint(const std::string& source, const std::string& run_dir, int64_t new_layers,
+                                        int32_t threads) {
+  if (run_dir.empty()) return invalid_argument("[grow] no output run directory given");
+  if (has_checkpoint(run_dir)) {
+    return invalid_argument("[grow] " + run_dir + " already holds a checkpoint; grow into a new directory");
   }
+  POCKET_ASSIGN_OR_RETURN(LoadedCheckpoint src, load_checkpoint(source));
+  POCKET_ASSIGN_OR_RETURN(GrownModel g, grow_depth(src.meta.hparams, src.weights, new_layers));
+  POCKET_RETURN_IF_ERROR(g.hparams.validate());
+  POCKET_ASSIGN_OR_RETURN(ImportSummary s,
+                          write_initial_checkpoint("grow", g.hparams, g.weights, src.tokenizer,
+                                                   src.meta.config.chat_template, src.meta.config.seq_len, run_dir,
+                                                   threads));
+  s.source_type = "grown from " + std::to_string(src.meta.hparams.n_layers) + " layers";
+  return s;
 }
 
 }  // namespace pocket::train

@@ -24,4 +24,11 @@ struct ImportSummary {
 // holds a checkpoint (an import never overwrites training progress).
 Expected<ImportSummary> import_checkpoint(const std::string& package, const std::string& run_dir, int32_t threads = 0);
 
+// `pocket-train grow`: the checkpoint at `source` (a run directory or ckpt-* directory) grown to `new_layers`
+// layers by grow_depth (run/grow.h: the same function, more blocks) and written as run_dir/ckpt-0000000
+// like an import (fresh optimiser, SFT stage, the source's tokenizer, chat template and sequence length).
+// source_type is "grown from N layers". Refuses a run_dir that already holds a checkpoint.
+Expected<ImportSummary> grow_checkpoint(const std::string& source, const std::string& run_dir, int64_t new_layers,
+                                        int32_t threads = 0);
+
 }  // namespace pocket::train

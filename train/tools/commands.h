@@ -19,6 +19,7 @@ int cmd_build_corpus(int argc, char** argv);  // bilingual pretraining corpus (d
 int cmd_mopd(int argc, char** argv);   // multi-teacher on-policy distillation (docs/mopd.md)
 int cmd_loop(int argc, char** argv);   // the SFT loop engine with a regression gate (docs/mopd.md)
 int cmd_import(int argc, char** argv);  // a .pocket package -> a training checkpoint (fine-tune it further)
+int cmd_grow(int argc, char** argv);    // a checkpoint -> a deeper one with the same function (depth growth)
 int cmd_drafter_data(int argc, char** argv);  // the target's greedy outputs for block drafter training
 int cmd_drafter(int argc, char** argv);       // train a block drafter for a target (docs/training.md)
 

@@ -25,6 +25,7 @@ void usage() {
       "  eval       held-out loss of a checkpoint, and greedy answer accuracy on chats\n"
       "  export     a checkpoint -> a .pocket package for `pocket run`\n"
       "  import     a .pocket package -> a training checkpoint (sft --init, eval, export, loop --init)\n"
+      "  grow       a checkpoint -> a deeper one computing the same function (new blocks start as identity)\n"
       "  drafter-data  the target's greedy outputs over task prompts (block drafter training data)\n"
       "  drafter    train a block drafter (DFlash-style) for a target .pocket and export its package\n");
 }
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   if (cmd == "mopd") return cli::cmd_mopd(argc, argv);
   if (cmd == "loop") return cli::cmd_loop(argc, argv);
   if (cmd == "import") return cli::cmd_import(argc, argv);
+  if (cmd == "grow") return cli::cmd_grow(argc, argv);
   if (cmd == "drafter-data") return cli::cmd_drafter_data(argc, argv);
   if (cmd == "drafter") return cli::cmd_drafter(argc, argv);
   std::fprintf(stderr, "pocket-train: unknown command '%s'\n", cmd.c_str());

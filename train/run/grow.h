@@ -1,0 +1,32 @@
+// Depth growth: a trained model -> a deeper one that computes exactly the same function, so extra capacity
+// can be trained on top of what the smaller model already knows instead of from scratch (`pocket-train grow`,
+// docs/pocket-nano.md). Torch-free: it works on NamedTensor weights.
+//
+// Layer j of the grown model (L' layers) comes from layer floor(j * L / L') of the source (L layers): 4 -> 8
+// gives 0,0,1,1,2,2,3,3. The first copy of each source layer is that layer verbatim; every further copy has
+// the source's weights except its two residual outputs (attn_output.weight and ffn_down.weight), which are
+// zero, so the block adds nothing to the residual stream: the grown model's logits equal the source's, and
+// training moves the new blocks away from identity (their output matrices get gradients from the first step;
+// the other matrices start as the source layer's, a useful initialisation for attention and FFN features).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "model/hparams.h"
+#include "run/named_tensor.h"
+
+namespace pocket::train {
+
+struct GrownModel {
+  HParams hparams;                   // the source's, with n_layers = new_layers
+  std::vector<NamedTensor> weights;  // in the source's order: non-layer tensors, then blk.0.*, blk.1.*, ...
+  std::vector<int64_t> source_layer; // source_layer[j]: the source layer grown layer j was copied from
+};
+
+// Errors: new_layers <= the source's layer count or > 256, a weight name "blk.N.*" with N out of range, or a
+// layer whose attn_output.weight / ffn_down.weight is missing.
+Expected<GrownModel> grow_depth(const HParams& from, const std::vector<NamedTensor>& weights, int64_t new_layers);
+
+}  // namespace pocket::train
