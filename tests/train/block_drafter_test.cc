@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -322,6 +324,57 @@ TEST(BlockDrafterTrain, RuntimeMatchesTorchLogitsAndDrafts) {
     }
   }
   EXPECT_GE(compared, B / 2) << "too many near-ties to compare drafts";
+}
+
+// Bad input to the two commands: each exits 1 with a message naming what is wrong, and writes nothing.
+TEST(BlockDrafterTrain, CommandLineErrorsAreClear) {
+  TempDir tmp;
+  const std::string target = write_target(tmp, "t.pocket", 1);
+  const std::string bin = POCKET_TRAIN_BIN;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(tmp.file(name), std::ios::binary) << text;
+    return tmp.file(name);
+  };
+  struct Case {
+    std::string args, want;
+  };
+  const std::string good_line =
+      R"({"messages":[{"role":"user","content":"Classify intent: hi"},{"role":"assistant","content":"greet"}],"task":"intent","lang":"en"})";
+  const std::string no_task = write("no_task.jsonl", good_line + "\n" +
+      R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}],"lang":"en"})" + "\n");
+  const std::string not_json = write("not_json.jsonl", good_line + "\n{oops\n");
+  const std::string good = write("good.jsonl", good_line + "\n");
+  const std::string text_file = write("notes.bin", "these are not drafter data\n");
+  std::string truncated_bytes = "PKDD";
+  const uint32_t version = 1;
+  const uint64_t n = 3;
+  truncated_bytes.append(reinterpret_cast<const char*>(&version), 4).append(reinterpret_cast<const char*>(&n), 8);
+  const std::string truncated = write("truncated.bin", truncated_bytes);
+  const std::string out = tmp.file("out.bin");
+  const std::vector<Case> cases = {
+      {"drafter-data -m " + target + " --tasks " + no_task + " -o " + out, "no_task.jsonl"},
+      {"drafter-data -m " + target + " --tasks " + not_json + " -o " + out, "not_json.jsonl"},
+      {"drafter-data -m " + target + " --tasks " + tmp.file("missing.jsonl") + " -o " + out, "cannot read"},
+      {"drafter-data -m " + tmp.file("missing.pocket") + " --tasks " + good + " -o " + out, "missing.pocket"},
+      {"drafter-data -m " + target + " --tasks " + no_task + " -o " + out + " --limit -3", "--limit"},
+      {"drafter-data -m " + target + " --tasks " + no_task + " -o " + out + " --speed 9", "--speed"},
+      // --taps 0,2: the tiny target has 3 layers (the default taps 1,3 are refused before the data is read).
+      {"drafter --taps 0,2 --target " + target + " --data " + text_file + " -o " + tmp.file("run"), "not a drafter data file"},
+      {"drafter --taps 0,2 --target " + target + " --data " + truncated + " -o " + tmp.file("run"), "truncated"},
+      {"drafter --taps 0,2 --target " + target + " --data " + tmp.file("none.bin") + " -o " + tmp.file("run"), "cannot read"},
+      {"drafter --target " + tmp.file("missing.pocket") + " --data " + truncated + " -o " + tmp.file("run"),
+       "missing.pocket"},
+      {"drafter --taps 1,3 --target " + target + " --data " + truncated + " -o " + tmp.file("run"), "target_layers"},
+      {"drafter --target " + target + " --data " + truncated + " -o " + tmp.file("run") + " --threads 0",
+       "--threads"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    std::string o;
+    EXPECT_EQ(testing::run_command(bin + " " + c.args + " 2>&1", &o), 1) << o;
+    EXPECT_NE(o.find(c.want), std::string::npos) << o;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a failed drafter-data must not leave an output file";
 }
 
 }  // namespace
