@@ -250,6 +250,28 @@ TEST(BlockDrafterTrain, ResumeReproducesTheWeightsBitwise) {
   const auto w0 = init->to_named();
   for (size_t i = 0; i < w0.size(); ++i) moved |= w0[i].data != a->weights[i].data;
   EXPECT_TRUE(moved);
+
+  // Warm start for a fine-tuned target: --init with the drafter of other weights of the same shape trains
+  // and the result names the new target; a drafter of another configuration is refused.
+  const std::string target2 = write_target(tmp, "target2.pocket", 2);
+  o.target = target2;
+  o.init_package = tmp.file("straight/drafter-f32.pocket");
+  o.resume = false;
+  o.steps = 2;
+  o.run_dir = tmp.file("warm");
+  Status warm = train_block_drafter(o);
+  ASSERT_TRUE(warm.is_ok()) << warm.to_string();
+  auto w = import_block_drafter(tmp.file("warm/drafter-f32.pocket"));
+  ASSERT_TRUE(w.has_value()) << w.status().to_string();
+  auto pkg2 = Package::open(target2);
+  ASSERT_TRUE(pkg2.has_value());
+  EXPECT_EQ(w->config.target_fingerprint, package_fingerprint(*pkg2));
+  EXPECT_NE(w->config.target_fingerprint, a->config.target_fingerprint);
+  o.block = 8;
+  o.run_dir = tmp.file("other_block");
+  Status refused = train_block_drafter(o);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.to_string().find("another configuration"), std::string::npos) << refused.to_string();
 }
 
 TEST(BlockDrafterTrain, RuntimeMatchesTorchLogitsAndDrafts) {

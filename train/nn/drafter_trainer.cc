@@ -262,8 +262,18 @@ Status train_block_drafter(const DrafterTrainOptions& o) {
     BlockDrafter m(cfg);
     if (!o.init_package.empty()) {
       POCKET_ASSIGN_OR_RETURN(auto init, import_block_drafter(o.init_package));
-      if (init.config.to_json() != cfg.to_json()) {
+      // A drafter for an earlier version of the target (the same shape fine-tuned further) is a warm start:
+      // everything but the target's fingerprint must match.
+      BlockDrafterConfig same_target = init.config;
+      same_target.target_fingerprint = cfg.target_fingerprint;
+      if (same_target.to_json() != cfg.to_json()) {
         return invalid_argument("[drafter] " + o.init_package + " has another configuration than this run");
+      }
+      if (init.config.target_fingerprint != cfg.target_fingerprint && !o.quiet) {
+        std::fprintf(stderr, "drafter: warm start from %s, a drafter for other weights of the same shape (%s; this "
+                             "target is %s)\n", o.init_package.c_str(),
+                     fingerprint_string(init.config.target_fingerprint).c_str(),
+                     fingerprint_string(cfg.target_fingerprint).c_str());
       }
       POCKET_RETURN_IF_ERROR(m->load_named(init.weights));
     } else if (o.random_init) {

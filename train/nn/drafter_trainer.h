@@ -34,7 +34,9 @@ struct DrafterTrainOptions {
   bool resume = false;
   bool random_init = false;  // random blocks instead of the target's last layers (tests)
   std::string init_package;  // start from this drafter package's weights (same configuration), e.g. to
-                             // continue a finished run with a fresh schedule
+                             // continue a finished run with a fresh schedule, or to warm-start a drafter for
+                             // a fine-tuned target from the previous target's drafter (only the fingerprint
+                             // may differ)
   bool quiet = false;
   int64_t stop_at = 0;       // > 0: checkpoint and return at this step, as if interrupted (tests)
   std::vector<std::string> export_types = {"q8", "q4_g32"};  // besides f32: RUN/drafter-<type>.pocket
