@@ -5,7 +5,10 @@
 # split, and the shipped package.
 # Usage: scripts/train-drafter.sh WORK_DIR [BUILD_DIR]   (BUILD_DIR: a build with pocket-train)
 # Environment: STEPS (3000), LR (2e-3), THREADS (1), LAYERS (3), MODEL
-#   (models/pocket-nano-q4.pocket), TASKS (a make-tasks output directory; default WORK_DIR/tasks).
+#   (models/pocket-nano-q4.pocket), TASKS (a make-tasks output directory; default WORK_DIR/tasks), INIT (a
+#   drafter package to warm-start from, e.g. the shipped drafter of the previous version of the model: the
+#   same shape, only the target's fingerprint differs; the shipped drafter was trained with INIT set, see
+#   docs/speculative.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:?usage: scripts/train-drafter.sh WORK_DIR [BUILD_DIR]}
@@ -27,10 +30,11 @@ done
 # 2. Three drafter blocks (initialised from the target's last three layers) over the target's layers 1 and 3,
 #    blocks of 8, position weights exp(-(r-1)/4); dev tau every 500 steps.
 resume=""; [ -f "$work/run/latest" ] && resume="--resume"
+init=""; [ -n "${INIT:-}" ] && [ -z "$resume" ] && init="--init $INIT"
 "$T" drafter --target "$model" --data "$work/train.bin" --eval-data "$work/dev.bin" -o "$work/run" \
   --layers "${LAYERS:-3}" --taps 1,3 --block 8 --steps "${STEPS:-3000}" --lr "${LR:-2e-3}" --warmup 100 --gamma 4 \
   --seqs 16 --anchors 12 --eval-every 500 --eval-seqs 150 --ckpt-every 250 --log-every 50 \
-  --threads "$threads" --export q8,q4_g32 $resume
+  --threads "$threads" --export q8,q4_g32 $resume $init
 
 # 3. Held-out tau per task on the test split, f32 and quantised (the torch estimate given the torch target's
 #    hidden states).
