@@ -30,36 +30,8 @@ export OPENBLAS_NUM_THREADS=1  # torch's own OpenMP threads do the work; nested 
   --eval-examples 20 --seq-len 256 --batch 16 --steps "${STEPS:-600}" --lr "${LR:-5e-4}" --min-lr "${MIN_LR:-5e-5}" \
   --warmup 20 --eval-interval 250 --log-interval 10 --ckpt-interval 50 --threads "$threads"
 
-# 3. (--task-layer goes last: the shared flag reader does not know it as a switch and would take the next flag
-#    as its value.) Export Q4 exactly as train-nano.sh does, and score old and new: test free and with the task layer, dev
-#    with the task layer.
+# 3. Export Q4 exactly as train-nano.sh does; score old and new (test free and with the task layer, dev with the
+#    task layer) and apply the regression gate (scripts/score-and-gate.sh).
 new=$work/pocket-nano-q4_g32.pocket
 "$T" export --ckpt "$work/sft" -o "$new" --type q4_g32
-for who in old new; do
-  m=$model; [ "$who" = new ] && m=$new
-  "$T" score-tasks -m "$m" --data "$tasks/test.jsonl" --threads "$threads" --json "$work/$who-test.json" \
-    --save-pred "$work/$who-test.pred.jsonl" | tee "$work/$who-test.txt"
-  "$T" score-tasks -m "$m" --data "$tasks/test.jsonl" --threads "$threads" \
-    --json "$work/$who-test-tl.json" --task-layer | tee "$work/$who-test-tl.txt"
-  "$T" score-tasks -m "$m" --data "$tasks/dev.jsonl" --threads "$threads" \
-    --json "$work/$who-dev-tl.json" --task-layer | tee "$work/$who-dev-tl.txt"
-done
-# The subset tests/train/nano_model_test.cc checks (free answers to the first 200 test prompts).
-"$T" score-tasks --pred "$work/new-test.pred.jsonl" --data "$tasks/test.jsonl" --limit 200 \
-  --json "$work/new.subset-scores.json" >/dev/null
-
-# 4. The regression gate on the test split through the task layer.
-gate() {  # OLD.json NEW.json -> prints the verdict; exit 0 when the new model passes
-  jq -n --slurpfile o "$1" --slurpfile n "$2" '
-    ($o[0].cells | map({key: "\(.task)/\(.lang)", value: .score}) | from_entries) as $old
-    | [$n[0].cells[] | {cell: "\(.task)/\(.lang)", delta: (.score - $old["\(.task)/\(.lang)"])}] as $d
-    | {macro_old: $o[0].macro_score, macro_new: $n[0].macro_score,
-       worst: ($d | min_by(.delta)),
-       pass: (($n[0].macro_score > $o[0].macro_score) and ($d | all(.delta >= -0.02)))}' | tee /dev/stderr |
-    jq -e '.pass' >/dev/null
-}
-if gate "$work/old-test-tl.json" "$work/new-test-tl.json"; then
-  echo "gate: PASS (test, task layer) -> $new may replace $model"
-else
-  echo "gate: FAIL (test, task layer): keep $model"
-fi
+THREADS=$threads "$root/scripts/score-and-gate.sh" "$work" "$model" "$new" "$tasks" "$build"

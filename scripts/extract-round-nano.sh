@@ -89,28 +89,7 @@ sft "$work/base" "$work/mix_a.shard" "$work/sft_a" "${STEPS_A:-300}" 20 150 1e-3
 sft "$work/sft_a" "$work/mix_b.shard" "$work/sft_b" "${STEPS_B:-2400}" 30 400 1e-3 1e-4
 sft "$work/sft_b" "$work/mix_c.shard" "$work/sft_c" "${STEPS_C:-200}" 10 200 3e-4 3e-5
 
-# 4. Export, score and gate exactly as scripts/continue-nano.sh does (test free and through the task layer,
-#    dev through the task layer; through the task layer the test macro must rise and no cell drop > 0.02).
+# 4. Export, score and gate as scripts/continue-nano.sh does (scripts/score-and-gate.sh).
 new=$work/pocket-nano-q4_g32.pocket
 "$T" export --ckpt "$work/sft_c" -o "$new" --type q4_g32
-for who in old new; do
-  m=$model; [ "$who" = new ] && m=$new
-  "$T" score-tasks -m "$m" --data "$tasks/test.jsonl" --threads "$threads" --json "$work/$who-test.json" \
-    --save-pred "$work/$who-test.pred.jsonl" | tee "$work/$who-test.txt"
-  "$T" score-tasks -m "$m" --data "$tasks/test.jsonl" --threads "$threads" \
-    --json "$work/$who-test-tl.json" --task-layer | tee "$work/$who-test-tl.txt"
-  "$T" score-tasks -m "$m" --data "$tasks/dev.jsonl" --threads "$threads" \
-    --json "$work/$who-dev-tl.json" --task-layer | tee "$work/$who-dev-tl.txt"
-done
-"$T" score-tasks --pred "$work/new-test.pred.jsonl" --data "$tasks/test.jsonl" --limit 200 \
-  --json "$work/new.subset-scores.json" >/dev/null
-jq -n --slurpfile o "$work/old-test-tl.json" --slurpfile n "$work/new-test-tl.json" '
-  ($o[0].cells | map({key: "\(.task)/\(.lang)", value: .score}) | from_entries) as $old
-  | [$n[0].cells[] | {cell: "\(.task)/\(.lang)", delta: (.score - $old["\(.task)/\(.lang)"])}] as $d
-  | {macro_old: $o[0].macro_score, macro_new: $n[0].macro_score, worst: ($d | min_by(.delta)),
-     pass: (($n[0].macro_score > $o[0].macro_score) and ($d | all(.delta >= -0.02)))}' | tee "$work/gate.json"
-if jq -e '.pass' "$work/gate.json" >/dev/null; then
-  echo "gate: PASS (test, task layer) -> $new may replace $model (then re-run scripts/train-drafter.sh)"
-else
-  echo "gate: FAIL (test, task layer): keep $model"
-fi
+THREADS=$threads "$root/scripts/score-and-gate.sh" "$work" "$model" "$new" "$tasks" "$build"

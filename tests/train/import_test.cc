@@ -85,6 +85,25 @@ std::string export_to(const TempDir& tmp, const std::string& name, const HParams
   return path;
 }
 
+// Three SFT steps of seq 128 x 4 rows from checkpoint `init` on `shard` into `out` (one thread, quiet).
+TrainConfig three_sft_steps(const std::string& init, const std::string& shard, const std::string& out) {
+  TrainConfig cfg;
+  cfg.stage = Stage::kSft;
+  cfg.init_from = init;
+  cfg.data = {shard};
+  cfg.out_dir = out;
+  cfg.seq_len = 128;
+  cfg.micro_batch = 4;
+  cfg.max_steps = 3;
+  cfg.warmup_steps = 1;
+  cfg.eval_interval = 0;
+  cfg.ckpt_interval = 100;
+  cfg.threads = 1;
+  cfg.plot = false;
+  cfg.quiet = true;
+  return cfg;
+}
+
 TEST(Import, F32PackageRoundTripsExactly) {
   for (bool tied : {true, false}) {
     SCOPED_TRACE(tied ? "tied" : "untied");
@@ -185,21 +204,7 @@ TEST(Import, CheckpointFineTunesAndTheCliImportsAndExports) {
   EXPECT_NE(testing::run_command(bin + " import -m " + tmp.file("missing.pocket") + " --out " + tmp.file("r2") +
                                      " 2>&1", &out), 0);
 
-  TrainConfig cfg;
-  cfg.stage = Stage::kSft;
-  cfg.init_from = tmp.file("run");
-  cfg.data = {shard};
-  cfg.out_dir = tmp.file("sft");
-  cfg.seq_len = 128;
-  cfg.micro_batch = 4;
-  cfg.max_steps = 3;
-  cfg.warmup_steps = 1;
-  cfg.eval_interval = 0;
-  cfg.ckpt_interval = 100;
-  cfg.threads = 1;
-  cfg.plot = false;
-  cfg.quiet = true;
-  auto r = run_training(cfg);
+  auto r = run_training(three_sft_steps(tmp.file("run"), shard, tmp.file("sft")));
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   ASSERT_EQ(r->steps.size(), 3u);
   EXPECT_TRUE(std::isfinite(r->steps.front().loss));
@@ -269,21 +274,7 @@ TEST(Grow, DeeperCheckpointComputesTheSameFunctionAndTrains) {
   EXPECT_LT(max_err, 1e-4f) << "the runtime must agree too (its kernels may sum in another order)";
 
   // Training moves the new blocks: after a few SFT steps a zeroed output matrix is no longer zero.
-  TrainConfig cfg;
-  cfg.stage = Stage::kSft;
-  cfg.init_from = tmp.file("big");
-  cfg.data = {testing::write_chat_data(tmp.file("."), 64)};
-  cfg.out_dir = tmp.file("sft");
-  cfg.seq_len = 128;
-  cfg.micro_batch = 4;
-  cfg.max_steps = 3;
-  cfg.warmup_steps = 1;
-  cfg.eval_interval = 0;
-  cfg.ckpt_interval = 100;
-  cfg.threads = 1;
-  cfg.plot = false;
-  cfg.quiet = true;
-  auto r = run_training(cfg);
+  auto r = run_training(three_sft_steps(tmp.file("big"), testing::write_chat_data(tmp.file("."), 64), tmp.file("sft")));
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   auto t = load_checkpoint(tmp.file("sft"));
   ASSERT_TRUE(t.has_value()) << t.status().to_string();

@@ -2,7 +2,6 @@
 #include "run/grow.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
 
 namespace pocket::train {
@@ -36,7 +35,6 @@ Expected<GrownModel> grow_depth(const HParams& from, const std::vector<NamedTens
   g.hparams = from;
   g.hparams.n_layers = new_layers;
   std::vector<std::vector<const NamedTensor*>> per_layer(static_cast<size_t>(L));
-  std::vector<std::string> rest_names;
   for (const NamedTensor& t : weights) {
     int64_t layer = 0;
     std::string rest;
