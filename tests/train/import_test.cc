@@ -304,5 +304,122 @@ TEST(Grow, DeeperCheckpointComputesTheSameFunctionAndTrains) {
   EXPECT_NE(out.find("--layers"), std::string::npos) << out;
 }
 
+// Width growth keeps the function: 64 -> 96 wide, 4/2 -> 6/3 heads, FFN 96 -> 160, tied and untied (with
+// q/k/v biases and q/k-norm, every tensor kind). The source's weights sit top-left in the grown ones, new
+// residual writers are zero, the logits agree with the source's (libtorch and runtime), training moves the
+// new parts, and bad requests are refused.
+TEST(Grow, WiderCheckpointComputesTheSameFunctionAndTrains) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    TempDir tmp;
+    HParams h = small_hparams(tied);
+    h.qkv_bias = !tied;
+    h.qk_norm = !tied;
+    const auto w = random_weights(h, 23);
+    const auto tok = testing::char_tokenizer()->serialize();
+    const std::string a = export_to(tmp, "a.pocket", h, w, tok, DType::kF32);
+    ASSERT_TRUE(import_checkpoint(a, tmp.file("src"), 1).has_value());
+
+    const std::string bin = POCKET_TRAIN_BIN;
+    std::string out;
+    ASSERT_EQ(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("wide") +
+                                       " --width 96 --heads 6 --kv-heads 3 --ff 160 --layers 3 --seed 5 2>&1", &out), 0)
+        << out;
+    EXPECT_NE(out.find("width 96"), std::string::npos) << out;
+    auto c = load_checkpoint(tmp.file("wide"));
+    ASSERT_TRUE(c.has_value()) << c.status().to_string();
+    const HParams& g = c->meta.hparams;
+    EXPECT_EQ(g.n_embd, 96);
+    EXPECT_EQ(g.n_heads, 6);
+    EXPECT_EQ(g.n_kv_heads, 3);
+    EXPECT_EQ(g.n_ff, 160);
+    EXPECT_EQ(g.n_layers, 3);
+    EXPECT_EQ(g.head_dim, h.head_dim);
+    EXPECT_FLOAT_EQ(g.norm_eps, h.norm_eps * 64.0f / 96.0f);
+
+    // Width only, through the API, to check the placement of every source weight.
+    auto wide = grow_width(h, w, WidthSpec{.n_embd = 96, .n_heads = 6, .n_kv_heads = 3, .n_ff = 160, .seed = 5});
+    ASSERT_TRUE(wide.has_value()) << wide.status().to_string();
+    ASSERT_EQ(wide->weights.size(), w.size());
+    const float scale = std::sqrt(64.0f / 96.0f);
+    for (size_t i = 0; i < w.size(); ++i) {
+      const NamedTensor &s = w[i], &t = wide->weights[i];
+      ASSERT_EQ(s.name, t.name);
+      const int64_t rows = s.shape[0], cols = s.shape.size() == 2 ? s.shape[1] : 1;
+      const int64_t tcols = t.shape.size() == 2 ? t.shape[1] : 1;
+      const bool norm = s.name.ends_with("attn_norm.weight") || s.name.ends_with("ffn_norm.weight") ||
+                        s.name == "output_norm.weight";
+      const bool writer = s.name == "token_embd.weight" || s.name == "output.weight" ||
+                          s.name.ends_with("attn_output.weight") || s.name.ends_with("ffn_down.weight");
+      bool old_kept = true, new_zero = true, new_nonzero = false;
+      for (int64_t r = 0; r < t.shape[0]; ++r) {
+        for (int64_t k = 0; k < tcols; ++k) {
+          const float x = t.data[static_cast<size_t>(r * tcols + k)];
+          if (r < rows && k < cols) {
+            const float want = s.data[static_cast<size_t>(r * cols + k)] * (norm ? scale : 1.0f);
+            old_kept = old_kept && std::abs(x - want) <= 1e-6f * std::max(1.0f, std::abs(want));
+          } else {
+            new_zero = new_zero && x == 0.0f;
+            new_nonzero = new_nonzero || x != 0.0f;
+          }
+        }
+      }
+      EXPECT_TRUE(old_kept) << s.name;
+      if (writer || s.name.ends_with(".bias")) {
+        EXPECT_TRUE(new_zero) << s.name << ": a new entry writes into the stream";
+      }
+      if (s.name.ends_with("attn_q.weight") || s.name.ends_with("ffn_up.weight")) {
+        EXPECT_TRUE(new_nonzero) << s.name;
+      }
+    }
+
+    std::vector<int32_t> tokens(40);
+    std::mt19937 rng(9);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % h.n_vocab);
+    auto ls = libtorch_logits(h, w, tokens);
+    auto lg = libtorch_logits(g, c->weights, tokens);
+    ASSERT_TRUE(ls.has_value() && lg.has_value());
+    ASSERT_EQ(ls->size(), lg->size());
+    float max_err = 0, max_abs = 0;
+    for (size_t i = 0; i < ls->size(); ++i) {
+      max_err = std::max(max_err, std::abs((*ls)[i] - (*lg)[i]));
+      max_abs = std::max(max_abs, std::abs((*ls)[i]));
+    }
+    EXPECT_LT(max_err, 1e-4f * std::max(1.0f, max_abs)) << "largest logit " << max_abs;
+    const std::string b = export_to(tmp, "b.pocket", g, c->weights, c->tokenizer, DType::kF32);
+    const auto ra = runtime_logits(a, tokens), rb = runtime_logits(b, tokens);
+    ASSERT_EQ(ra.size(), rb.size());
+    max_err = 0;
+    for (size_t i = 0; i < ra.size(); ++i) max_err = std::max(max_err, std::abs(ra[i] - rb[i]));
+    EXPECT_LT(max_err, 1e-4f * std::max(1.0f, max_abs)) << "the runtime must agree too";
+
+    // Training moves the new residual dimensions: token_embd's new columns leave zero.
+    auto r = run_training(three_sft_steps(tmp.file("wide"), testing::write_chat_data(tmp.file("."), 64), tmp.file("sft")));
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    auto t = load_checkpoint(tmp.file("sft"));
+    ASSERT_TRUE(t.has_value()) << t.status().to_string();
+    auto emb = std::find_if(t->weights.begin(), t->weights.end(), [](const NamedTensor& x) { return x.name == "token_embd.weight"; });
+    ASSERT_NE(emb, t->weights.end());
+    bool moved = false;
+    for (int64_t v = 0; v < g.n_vocab && !moved; ++v) {
+      for (int64_t k = 64; k < 96; ++k) moved = moved || emb->data[static_cast<size_t>(v * 96 + k)] != 0.0f;
+    }
+    EXPECT_TRUE(moved);
+
+    // Refusals: narrower, another head ratio, nothing to grow, a bad flag.
+    EXPECT_FALSE(grow_width(h, w, WidthSpec{.n_embd = 32}).has_value());
+    auto ratio = grow_width(h, w, WidthSpec{.n_heads = 6, .n_kv_heads = 2});
+    ASSERT_FALSE(ratio.has_value());
+    EXPECT_NE(ratio.status().to_string().find("ratio"), std::string::npos) << ratio.status().to_string();
+    EXPECT_FALSE(grow_width(h, w, WidthSpec{}).has_value());
+    EXPECT_NE(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("w2") +
+                                       " --width 0 2>&1", &out), 0);
+    EXPECT_NE(out.find("--width"), std::string::npos) << out;
+    EXPECT_NE(testing::run_command(bin + " grow --from " + tmp.file("src") + " --out " + tmp.file("w3") +
+                                       " --width 48 2>&1", &out), 0);
+    EXPECT_NE(out.find("shrink"), std::string::npos) << out;
+  }
+}
+
 }  // namespace
 }  // namespace pocket::train

@@ -335,6 +335,43 @@ TEST(Mopd, TwoProcessesMatchOneProcessWithTheSameGlobalBatch) {
   EXPECT_LE(diff, 1e-5);
 }
 
+// The sampler's KV-cached decoding computes the logits the full forward pass computes at each column.
+TEST(Mopd, CachedDecodingMatchesTheFullForwardPass) {
+  HParams h;
+  h.name = "cache-test";
+  h.n_vocab = 64;
+  h.n_embd = 32;
+  h.n_layers = 2;
+  h.n_heads = 4;
+  h.n_kv_heads = 2;
+  h.head_dim = 8;
+  h.n_ff = 48;
+  h.n_ctx_train = 64;
+  h.rope_style = RopeStyle::kNeox;
+  for (bool qk_norm : {false, true}) {
+    h.qk_norm = qk_norm;
+    h.qkv_bias = qk_norm;
+    auto w = init_model_weights(h, 5);
+    ASSERT_TRUE(w.has_value()) << w.status().to_string();
+    std::vector<int32_t> tokens(30);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 37 + 11) % 64);
+    auto full = libtorch_logits(h, *w, tokens);
+    ASSERT_TRUE(full.has_value()) << full.status().to_string();
+    for (int64_t prefill : {1, 12, 30}) {
+      auto cached = libtorch_logits_cached(h, *w, tokens, prefill);
+      ASSERT_TRUE(cached.has_value()) << cached.status().to_string();
+      ASSERT_EQ(cached->size(), static_cast<size_t>((30 - prefill + 1) * 64));
+      float max_err = 0;
+      for (size_t i = 0; i < cached->size(); ++i) {
+        max_err = std::max(max_err, std::abs((*cached)[i] - (*full)[static_cast<size_t>((prefill - 1) * 64) + i]));
+      }
+      EXPECT_LT(max_err, 1e-5f) << "prefill " << prefill << (qk_norm ? ", qk-norm" : "");
+    }
+    EXPECT_FALSE(libtorch_logits_cached(h, *w, tokens, 0).has_value());
+    EXPECT_FALSE(libtorch_logits_cached(h, *w, tokens, 31).has_value());
+  }
+}
+
 // The sampler's left padding and per-row segments leave each prompt's answer as it is alone.
 TEST(Mopd, BatchedGreedyAnswersMatchOneAtATime) {
   MopdFixture f;

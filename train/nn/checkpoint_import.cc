@@ -63,20 +63,37 @@ Expected<ImportSummary> import_checkpoint(const std::string& package, const std:
   return s;
 }
 
-Expected<ImportSummary> grow_checkpoint(const std::string& source, const std::string& run_dir, int64_t new_layers,
+Expected<ImportSummary> grow_checkpoint(const std::string& source, const std::string& run_dir, const GrowRequest& req,
                                         int32_t threads) {
   if (run_dir.empty()) return invalid_argument("[grow] no output run directory given");
+  const WidthSpec& w = req.width;
+  const bool wider = w.n_embd > 0 || w.n_heads > 0 || w.n_kv_heads > 0 || w.n_ff > 0;
+  if (!wider && req.new_layers <= 0) {
+    return invalid_argument("[grow] nothing to grow: give --layers and/or --width, --heads, --kv-heads, --ff");
+  }
   if (has_checkpoint(run_dir)) {
     return invalid_argument("[grow] " + run_dir + " already holds a checkpoint; grow into a new directory");
   }
   POCKET_ASSIGN_OR_RETURN(LoadedCheckpoint src, load_checkpoint(source));
-  POCKET_ASSIGN_OR_RETURN(GrownModel g, grow_depth(src.meta.hparams, src.weights, new_layers));
+  GrownModel g{src.meta.hparams, src.weights, {}};
+  std::string what;
+  if (wider) {
+    POCKET_ASSIGN_OR_RETURN(g, grow_width(g.hparams, g.weights, w));
+    what = "width " + std::to_string(src.meta.hparams.n_embd) + " -> " + std::to_string(g.hparams.n_embd) +
+           ", heads " + std::to_string(src.meta.hparams.n_heads) + " -> " + std::to_string(g.hparams.n_heads) +
+           ", ffn " + std::to_string(src.meta.hparams.n_ff) + " -> " + std::to_string(g.hparams.n_ff);
+  }
+  if (req.new_layers > 0) {
+    POCKET_ASSIGN_OR_RETURN(g, grow_depth(g.hparams, g.weights, req.new_layers));
+    what += std::string(what.empty() ? "" : ", ") + "layers " + std::to_string(src.meta.hparams.n_layers) + " -> " +
+            std::to_string(req.new_layers);
+  }
   POCKET_RETURN_IF_ERROR(g.hparams.validate());
   POCKET_ASSIGN_OR_RETURN(ImportSummary s,
                           write_initial_checkpoint("grow", g.hparams, g.weights, src.tokenizer,
                                                    src.meta.config.chat_template, src.meta.config.seq_len, run_dir,
                                                    threads));
-  s.source_type = "grown from " + std::to_string(src.meta.hparams.n_layers) + " layers";
+  s.source_type = "grown: " + what;
   return s;
 }
 

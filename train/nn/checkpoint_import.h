@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "run/grow.h"
 #include "run/checkpoint.h"
 #include "run/package_import.h"
 
@@ -24,11 +25,16 @@ struct ImportSummary {
 // holds a checkpoint (an import never overwrites training progress).
 Expected<ImportSummary> import_checkpoint(const std::string& package, const std::string& run_dir, int32_t threads = 0);
 
-// `pocket-train grow`: the checkpoint at `source` (a run directory or ckpt-* directory) grown to `new_layers`
-// layers by grow_depth (run/grow.h: the same function, more blocks) and written as run_dir/ckpt-0000000
-// like an import (fresh optimiser, SFT stage, the source's tokenizer, chat template and sequence length).
-// source_type is "grown from N layers". Refuses a run_dir that already holds a checkpoint.
-Expected<ImportSummary> grow_checkpoint(const std::string& source, const std::string& run_dir, int64_t new_layers,
+// `pocket-train grow`: the checkpoint at `source` (a run directory or ckpt-* directory) grown wider by
+// grow_width (when `width` asks for anything) and then deeper by grow_depth (when new_layers > 0) -- both keep
+// the function (run/grow.h) -- and written as run_dir/ckpt-0000000 like an import (fresh optimiser, SFT stage,
+// the source's tokenizer, chat template and sequence length). source_type says what was grown. Refuses a
+// run_dir that already holds a checkpoint, and a request that grows nothing.
+struct GrowRequest {
+  int64_t new_layers = 0;  // 0 = keep the depth
+  WidthSpec width;         // all 0 = keep the width
+};
+Expected<ImportSummary> grow_checkpoint(const std::string& source, const std::string& run_dir, const GrowRequest& req,
                                         int32_t threads = 0);
 
 }  // namespace pocket::train

@@ -88,6 +88,37 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& co
   return h + F::linear(ff, ffn_down->weight);
 }
 
+torch::Tensor BlockImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                        const torch::Tensor& blocked, torch::Tensor* k_cache, torch::Tensor* v_cache) {
+  const int64_t B = x.size(0), T = x.size(1), hd = h_.head_dim, H = h_.n_heads, KV = h_.n_kv_heads;
+  const double eps = h_.norm_eps;
+  auto xb = rms_norm(x, attn_norm->weight, eps);
+  auto q = F::linear(xb, attn_q->weight, attn_q->bias).view({B, T, H, hd});
+  auto k = F::linear(xb, attn_k->weight, attn_k->bias).view({B, T, KV, hd});
+  auto v = F::linear(xb, attn_v->weight, attn_v->bias).view({B, T, KV, hd});
+  if (h_.qk_norm) {
+    q = rms_norm(q, attn_q_norm->weight, eps);
+    k = rms_norm(k, attn_k_norm->weight, eps);
+  }
+  q = apply_rope(q, cos, sin, h_.rope_style).transpose(1, 2);  // [B, H, T, hd]
+  k = apply_rope(k, cos, sin, h_.rope_style).transpose(1, 2);  // [B, KV, T, hd]
+  v = v.transpose(1, 2);
+  *k_cache = k_cache->defined() ? torch::cat({*k_cache, k}, 2) : k.contiguous();  // [B, KV, len + T, hd]
+  *v_cache = v_cache->defined() ? torch::cat({*v_cache, v}, 2) : v.contiguous();
+  auto kk = *k_cache, vv = *v_cache;
+  if (H != KV) {
+    kk = kk.repeat_interleave(H / KV, 1);
+    vv = vv.repeat_interleave(H / KV, 1);
+  }
+  auto scores = torch::matmul(q, kk.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));  // [B, H, T, len + T]
+  scores = scores.masked_fill(blocked, -std::numeric_limits<float>::infinity());
+  auto att = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, H * hd});
+  auto h = x + F::linear(att, attn_output->weight);
+  auto hb = rms_norm(h, ffn_norm->weight, eps);
+  auto ff = F::silu(F::linear(hb, ffn_gate->weight)) * F::linear(hb, ffn_up->weight);
+  return h + F::linear(ff, ffn_down->weight);
+}
+
 LlamaImpl::LlamaImpl(const HParams& h) : h_(h) {
   token_embd = register_module("token_embd", ParamSet(std::vector<int64_t>{h.n_vocab, h.n_embd}, 0));
   blk = register_module("blk", torch::nn::ModuleList());
@@ -137,6 +168,41 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tenso
   for (const auto& m : *blk) x = m->as<BlockImpl>()->forward(x, cos, sin, blocked);
   x = rms_norm(x, output_norm->weight, h_.norm_eps);
   return F::linear(x, h_.tied_embeddings ? token_embd->weight : output->weight);  // [B, T, n_vocab]
+}
+
+torch::Tensor LlamaImpl::forward_cached(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                        const torch::Tensor& segments, KvCache* cache) {
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  TORCH_CHECK(positions.sizes() == tokens.sizes() && segments.sizes() == tokens.sizes(),
+              "[train] forward_cached: positions and segments must have the tokens' shape [B, T]");
+  TORCH_CHECK(T >= 1, "[train] forward_cached: no new column");
+  const int64_t L = h_.n_layers, past = cache->len;
+  if (cache->k.empty()) {
+    cache->k.assign(static_cast<size_t>(L), torch::Tensor());
+    cache->v.assign(static_cast<size_t>(L), torch::Tensor());
+  }
+  TORCH_CHECK(past == 0 || cache->segments.size(0) == B, "[train] forward_cached: the batch changed size");
+  TORCH_CHECK(positions.min().item<int64_t>() >= 0, "[train] a position is negative");
+  torch::Tensor cos, sin;
+  rope_tables(std::max<int64_t>(past + T, positions.max().item<int64_t>() + 1), &cos, &sin);
+  const auto idx = positions.reshape({-1});
+  cos = cos.index_select(0, idx).view({B, T, -1});
+  sin = sin.index_select(0, idx).view({B, T, -1});
+  cache->segments = past == 0 ? segments : torch::cat({cache->segments, segments}, 1);  // [B, past + T]
+  // New column i (absolute past + i) may not read key j > past + i, nor a key of another segment.
+  const auto opts = torch::TensorOptions().dtype(torch::kInt64).device(tokens.device());
+  auto col = torch::arange(past, past + T, opts).unsqueeze(1);  // [T, 1]
+  auto key = torch::arange(0, past + T, opts).unsqueeze(0);     // [1, past + T]
+  auto blocked = (key > col).unsqueeze(0) | (segments.unsqueeze(2) != cache->segments.unsqueeze(1));  // [B, T, past + T]
+  blocked = blocked.unsqueeze(1);
+  auto x = F::embedding(tokens, token_embd->weight);
+  for (int64_t l = 0; l < L; ++l) {
+    x = blk[static_cast<size_t>(l)]->as<BlockImpl>()->forward_cached(x, cos, sin, blocked, &cache->k[static_cast<size_t>(l)],
+                                                                      &cache->v[static_cast<size_t>(l)]);
+  }
+  cache->len = past + T;
+  x = rms_norm(x.select(1, T - 1), output_norm->weight, h_.norm_eps);  // [B, d]
+  return F::linear(x, h_.tied_embeddings ? token_embd->weight : output->weight);  // [B, n_vocab]
 }
 
 void LlamaImpl::reset_parameters(uint64_t seed) {
@@ -239,6 +305,36 @@ Expected<std::vector<float>> libtorch_logits_packed(const HParams& h, const std:
     const torch::Tensor seg = segments.empty() ? torch::Tensor() : one_row(segments);
     auto logits = m->forward(one_row(tokens), pos, seg).contiguous();
     return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, std::string("[train] libtorch: ") + e.what());
+  }
+}
+
+Expected<std::vector<float>> libtorch_logits_cached(const HParams& h, const std::vector<NamedTensor>& weights,
+                                                    std::span<const int32_t> tokens, int64_t prefill) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (prefill < 1 || prefill > n) {
+    return invalid_argument("[train] libtorch_logits_cached: prefill " + std::to_string(prefill) + " outside 1.." +
+                            std::to_string(n));
+  }
+  try {
+    POCKET_RETURN_IF_ERROR(h.validate());
+    Llama m(h);
+    POCKET_RETURN_IF_ERROR(m->load_named(weights));
+    torch::NoGradGuard no_grad;
+    const auto all = one_row(tokens);
+    const auto pos = torch::arange(0, n, torch::kInt64).view({1, n});
+    const auto seg = torch::ones({1, n}, torch::kInt64);
+    KvCache cache;
+    std::vector<float> out;
+    for (int64_t from = 0; from < n;) {
+      const int64_t len = from == 0 ? prefill : 1;
+      auto l = m->forward_cached(all.narrow(1, from, len), pos.narrow(1, from, len), seg.narrow(1, from, len), &cache)
+                   .contiguous();
+      out.insert(out.end(), l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
+      from += len;
+    }
+    return out;
   } catch (const std::exception& e) {
     return Status(ErrorCode::kInternal, std::string("[train] libtorch: ") + e.what());
   }

@@ -25,6 +25,14 @@ class ParamSetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ParamSet);
 
+// Keys and values of the columns a model has read so far, for incremental decoding (LlamaImpl::forward_cached):
+// per layer [B, n_kv_heads, len, head_dim] after RoPE, and the columns' segment ids [B, len].
+struct KvCache {
+  std::vector<torch::Tensor> k, v;
+  torch::Tensor segments;
+  int64_t len = 0;
+};
+
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const HParams& h);
@@ -33,6 +41,10 @@ class BlockImpl : public torch::nn::Module {
   // LlamaImpl::forward). Returns the block's output, same shape as x.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& blocked);
+  // The same for n new columns after the cached ones: appends their keys and values to *k and *v ([B, KV,
+  // len, hd], undefined when empty); blocked: [B, 1, n, len + n].
+  torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const torch::Tensor& blocked, torch::Tensor* k, torch::Tensor* v);
 
   ParamSet attn_norm{nullptr}, attn_q{nullptr}, attn_k{nullptr}, attn_v{nullptr}, attn_output{nullptr};
   ParamSet attn_q_norm{nullptr}, attn_k_norm{nullptr};
@@ -52,6 +64,12 @@ class LlamaImpl : public torch::nn::Module {
   // ([B, T] int64, >= 0; undefined = 0..T-1) are the RoPE positions, which SFT restarts at 0 per example.
   torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& positions = {},
                         const torch::Tensor& segments = {});
+  // Incremental decoding: the n columns after the `cache->len` already read (tokens, positions, segments
+  // [B, n]; a column reads the earlier and cached columns of its own segment), appended to the cache; returns
+  // the logits of the last new column only, [B, n_vocab]. A cached pass gives the logits forward() gives at
+  // that column (up to float summation order), for a fraction of the work when sampling one token at a time.
+  torch::Tensor forward_cached(const torch::Tensor& tokens, const torch::Tensor& positions,
+                               const torch::Tensor& segments, KvCache* cache);
   // Normal(0, 0.02) matrices (residual outputs scaled by 1/sqrt(2 n_layers)), unit norms, zero biases.
   void reset_parameters(uint64_t seed);
   std::vector<NamedTensor> to_named();

@@ -26,4 +26,10 @@ Expected<std::vector<float>> libtorch_logits_packed(const HParams& h, const std:
                                                     std::span<const int32_t> positions,
                                                     std::span<const int32_t> segments);
 
+// What the sampler computes: the first `prefill` tokens in one KV-cached pass, then one cached pass per
+// further token (LlamaImpl::forward_cached). Returns the logits at columns prefill-1 .. n-1, [n - prefill + 1,
+// n_vocab], which equal libtorch_logits' rows there up to float summation order. 1 <= prefill <= n.
+Expected<std::vector<float>> libtorch_logits_cached(const HParams& h, const std::vector<NamedTensor>& weights,
+                                                    std::span<const int32_t> tokens, int64_t prefill);
+
 }  // namespace pocket::train

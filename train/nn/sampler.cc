@@ -64,11 +64,14 @@ SampledBatch sample_batch(Llama& model, const std::vector<std::vector<int32_t>>&
   for (int64_t b = 0; b < B; ++b) done[static_cast<size_t>(b)] = budget[static_cast<size_t>(b)] == 0;
   const torch::Device dev = model->device();
   auto all_tok = long_tensor(tok, B, W), all_pos = long_tensor(pos, B, W).to(dev), all_seg = long_tensor(seg, B, W).to(dev);
+  // Incremental decoding: the prompt columns in one cached pass, then one column per new token.
+  KvCache cache;
   for (int64_t i = 0; i < max_budget; ++i) {
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
     const int64_t cur = P + i;  // the column this iteration fills
-    auto logits = model->forward(all_tok.narrow(1, 0, cur).to(dev), all_pos.narrow(1, 0, cur), all_seg.narrow(1, 0, cur))
-                      .select(1, cur - 1)
+    const int64_t from = cache.len, n = cur - from;  // the columns not read yet: the prompt, then the last token
+    auto logits = model->forward_cached(all_tok.narrow(1, from, n).to(dev), all_pos.narrow(1, from, n),
+                                        all_seg.narrow(1, from, n), &cache)
                       .to(torch::kCPU, torch::kFloat32);  // [B, n_vocab]
     torch::Tensor next;
     if (o.temperature <= 0) {

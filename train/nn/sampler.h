@@ -11,8 +11,9 @@
 
 namespace pocket::train {
 
-// No KV cache: each new token re-runs the whole left-padded batch, which is cheap for the small models
-// pocket trains and leaves one code path for sampling and for the loss.
+// Sampling decodes incrementally with a KV cache (LlamaImpl::forward_cached): the prompts in one pass, then
+// one column per new token, logits at the last column only; the loss pass over the sampled batch is the
+// ordinary forward().
 struct SampleOptions {
   int64_t max_new_tokens = 64;    // per row; fewer when the prompt leaves less room in n_ctx_train
   double temperature = 1.0;       // 0: greedy (argmax); otherwise softmax(logits / temperature)

@@ -25,7 +25,7 @@ void usage() {
       "  eval       held-out loss of a checkpoint, and greedy answer accuracy on chats\n"
       "  export     a checkpoint -> a .pocket package for `pocket run`\n"
       "  import     a .pocket package -> a training checkpoint (sft --init, eval, export, loop --init)\n"
-      "  grow       a checkpoint -> a deeper one computing the same function (new blocks start as identity)\n"
+      "  grow       a checkpoint -> a deeper and/or wider one computing the same function\n"
       "  drafter-data  the target's greedy outputs over task prompts (block drafter training data)\n"
       "  drafter    train a block drafter (DFlash-style) for a target .pocket and export its package\n");
 }
