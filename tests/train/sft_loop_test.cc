@@ -3,6 +3,8 @@
 // while a good one is kept (scripted evaluator and trainer), and one real round on a tiny model.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -105,6 +107,51 @@ TEST(SftLoop, GateRejectsARegressingRoundAndAcceptsOthers) {
   EXPECT_FALSE(regression_gate(before, {cell(TaskKind::kExtract, Lang::kEn, 20, 0.5), cell(TaskKind::kIntent, Lang::kZh, 20, 0.8),
                                         cell(TaskKind::kRoute, Lang::kEn, 20, 0.55)}, 0.0).accepted);
   EXPECT_TRUE(regression_gate(before, before, 0.0).accepted);
+}
+
+// The noise-aware gate: one flipped answer in 20 (a 0.05 drop, se 0.05) passes at z = 1.64 and margin 0.02,
+// and is rejected at z = 0 (where the paired gate is exactly the point-estimate gate); six answers
+// flipped (0.30 drop, se sqrt(0.3 * 0.7 / 19) = 0.105) is rejected at z = 1.64; a uniform 0.05 drop of a
+// continuous metric has se 0 and is rejected whatever z. The se is the independent formula's.
+TEST(SftLoop, PairedGateAllowsNoiseButNotARealDrop) {
+  auto cell_of = [](TaskKind t, Lang l, const std::vector<double>& before, const std::vector<double>& after) {
+    std::vector<PairedScore> v;
+    for (size_t i = 0; i < before.size(); ++i) v.push_back({t, l, before[i], after[i]});
+    return v;
+  };
+  std::vector<double> ones(20, 1.0), one_flip(20, 1.0), six_flips(20, 1.0);
+  one_flip[3] = 0.0;
+  for (int i = 0; i < 6; ++i) six_flips[static_cast<size_t>(i) * 3] = 0.0;
+  const auto noise = cell_of(TaskKind::kIntent, Lang::kEn, ones, one_flip);
+  auto g = paired_gate(noise, 0.02, 1.64);
+  EXPECT_TRUE(g.accepted) << g.reason;
+  ASSERT_EQ(g.cells.size(), 1u);
+  EXPECT_NEAR(g.cells[0].before - g.cells[0].after, 0.05, 1e-12);
+  EXPECT_NEAR(g.cells[0].se, std::sqrt((0.95 * 0.05 * 20.0 / 19.0) / 20.0), 1e-12);  // sample sd of 19 zeros and one -1
+  EXPECT_NEAR(g.cells[0].allowed, 0.02 + 1.64 * g.cells[0].se, 1e-12);
+  EXPECT_FALSE(paired_gate(noise, 0.02, 0.0).accepted);
+  const std::vector<CellScore> b = {cell(TaskKind::kIntent, Lang::kEn, 20, 1.0)}, a = {cell(TaskKind::kIntent, Lang::kEn, 20, 0.95)};
+  EXPECT_EQ(paired_gate(noise, 0.02, 0.0).accepted, regression_gate(b, a, 0.02).accepted);
+
+  auto real = paired_gate(cell_of(TaskKind::kIntent, Lang::kEn, ones, six_flips), 0.02, 1.64);
+  EXPECT_FALSE(real.accepted);
+  EXPECT_NE(real.reason.find("intent/en"), std::string::npos) << real.reason;
+
+  std::vector<double> f_before(20), f_after(20);
+  for (size_t i = 0; i < 20; ++i) {
+    f_before[i] = 0.5 + 0.02 * static_cast<double>(i);
+    f_after[i] = f_before[i] - 0.05;
+  }
+  auto uniform = paired_gate(cell_of(TaskKind::kExtract, Lang::kZh, f_before, f_after), 0.02, 5.0);
+  EXPECT_FALSE(uniform.accepted) << "a drop every example shares has no noise to hide in";
+  EXPECT_NEAR(uniform.cells[0].se, 0.0, 1e-12);
+
+  // Cells are kept apart, and an improvement never breaks the gate.
+  auto mixed = noise;
+  for (const auto& x : cell_of(TaskKind::kRoute, Lang::kZh, one_flip, ones)) mixed.push_back(x);
+  auto m = paired_gate(mixed, 0.0, 1.64);
+  EXPECT_TRUE(m.accepted) << m.reason;
+  EXPECT_EQ(m.cells.size(), 2u);
 }
 
 TEST(SftLoop, PlanWeightsTheTopFailureClassesAndTheirCells) {
@@ -315,6 +362,7 @@ TEST(SftLoop, CommandLineErrorsAreClear) {
     std::string args, message;
   };
   const std::vector<Case> cases = {{" --margin -0.1", "margin"},
+                                   {" --gate-z -1", "--gate-z"},
                                    {" --rounds x", "--rounds"},
                                    {" --margine 0.1", "--margine"},
                                    {"", "nowhere"}};

@@ -80,7 +80,7 @@ ojson round_json(const LoopRound& r, double seconds) {
   ojson cells = ojson::array();
   for (const auto& c : r.gate.cells) {
     cells.push_back({{"task", task_name(c.task)}, {"lang", lang_name(c.lang)}, {"n", c.n}, {"before", c.before},
-                     {"after", c.after}, {"delta", c.after - c.before}});
+                     {"after", c.after}, {"delta", c.after - c.before}, {"se", c.se}, {"allowed_drop", c.allowed}});
   }
   double before = 0, after = 0;
   for (const auto& c : r.gate.cells) {
@@ -98,6 +98,7 @@ ojson round_json(const LoopRound& r, double seconds) {
           {"macro_before", before / n},
           {"macro_after", after / n},
           {"margin", r.gate.margin},
+          {"gate_z", r.gate.z},
           {"worst_drop", r.gate.worst_drop},
           {"accepted", r.gate.accepted},
           {"reason", r.gate.reason},
@@ -109,28 +110,28 @@ std::string cell_label(TaskKind t, Lang l) { return std::string(task_name(t)) + 
 
 }  // namespace
 
-GateDecision regression_gate(const std::vector<CellScore>& before, const std::vector<CellScore>& after, double margin) {
+namespace {
+
+// The gate over cells whose allowed drops are given (margin + z * se per cell).
+GateDecision gate_cells(std::vector<CellChange> cells, double margin, double z) {
   GateDecision d;
   d.margin = margin;
+  d.z = z;
   d.accepted = true;
   d.worst_drop = -std::numeric_limits<double>::infinity();
-  std::map<std::pair<int, int>, const CellScore*> by_cell;
-  for (const auto& c : after) by_cell[cell_key(c.task, c.lang)] = &c;
   std::string broken, worst;
-  for (const auto& b : before) {
-    CellChange ch;
-    ch.task = b.task;
-    ch.lang = b.lang;
-    ch.n = b.n;
-    ch.before = b.score();
-    auto it = by_cell.find(cell_key(b.task, b.lang));
-    ch.after = it == by_cell.end() ? 0.0 : it->second->score();
+  for (CellChange& ch : cells) {
     const double drop = ch.before - ch.after;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s %.4f -> %.4f (%+.4f)", cell_label(b.task, b.lang).c_str(), ch.before, ch.after,
-                  ch.after - ch.before);
-    // A drop past the margin, with a little room for the float sums of the scores.
-    if (!(drop <= margin + 1e-12)) {
+    char buf[200];
+    if (z > 0) {
+      std::snprintf(buf, sizeof buf, "%s %.4f -> %.4f (%+.4f, allowed -%.4f)", cell_label(ch.task, ch.lang).c_str(),
+                    ch.before, ch.after, ch.after - ch.before, ch.allowed);
+    } else {
+      std::snprintf(buf, sizeof buf, "%s %.4f -> %.4f (%+.4f)", cell_label(ch.task, ch.lang).c_str(), ch.before,
+                    ch.after, ch.after - ch.before);
+    }
+    // A drop past the allowance, with a little room for the float sums of the scores.
+    if (!(drop <= ch.allowed + 1e-12)) {
       d.accepted = false;
       broken += (broken.empty() ? "" : "; ") + std::string(buf);
     }
@@ -140,15 +141,66 @@ GateDecision regression_gate(const std::vector<CellScore>& before, const std::ve
     }
     d.cells.push_back(ch);
   }
+  const std::string rule = z > 0 ? "margin " + std::to_string(margin) + " + " + std::to_string(z) + " x se"
+                                 : std::to_string(margin);
   if (d.cells.empty()) {
     d.worst_drop = 0;
     d.reason = "no cells scored";
   } else if (d.accepted) {
-    d.reason = "no cell dropped more than " + std::to_string(margin) + "; worst: " + worst;
+    d.reason = "no cell dropped more than " + rule + "; worst: " + worst;
   } else {
-    d.reason = "dropped more than " + std::to_string(margin) + ": " + broken;
+    d.reason = "dropped more than " + rule + ": " + broken;
   }
   return d;
+}
+
+}  // namespace
+
+GateDecision paired_gate(const std::vector<PairedScore>& examples, double margin, double z) {
+  std::map<std::pair<int, int>, std::vector<const PairedScore*>> by_cell;
+  for (const auto& e : examples) by_cell[cell_key(e.task, e.lang)].push_back(&e);
+  std::vector<CellChange> cells;
+  for (const auto& [key, xs] : by_cell) {
+    CellChange ch;
+    ch.task = xs.front()->task;
+    ch.lang = xs.front()->lang;
+    ch.n = static_cast<int64_t>(xs.size());
+    double sum_b = 0, sum_a = 0;
+    for (const PairedScore* x : xs) {
+      sum_b += x->before;
+      sum_a += x->after;
+    }
+    const double n = static_cast<double>(xs.size());
+    ch.before = sum_b / n;
+    ch.after = sum_a / n;
+    if (xs.size() >= 2) {
+      const double mean_d = ch.after - ch.before;
+      double ss = 0;
+      for (const PairedScore* x : xs) ss += (x->after - x->before - mean_d) * (x->after - x->before - mean_d);
+      ch.se = std::sqrt(ss / (n - 1.0) / n);
+    }
+    ch.allowed = margin + std::max(0.0, z) * ch.se;
+    cells.push_back(ch);
+  }
+  return gate_cells(std::move(cells), margin, std::max(0.0, z));
+}
+
+GateDecision regression_gate(const std::vector<CellScore>& before, const std::vector<CellScore>& after, double margin) {
+  std::map<std::pair<int, int>, const CellScore*> by_cell;
+  for (const auto& c : after) by_cell[cell_key(c.task, c.lang)] = &c;
+  std::vector<CellChange> cells;
+  for (const auto& b : before) {
+    CellChange ch;
+    ch.task = b.task;
+    ch.lang = b.lang;
+    ch.n = b.n;
+    ch.before = b.score();
+    auto it = by_cell.find(cell_key(b.task, b.lang));
+    ch.after = it == by_cell.end() ? 0.0 : it->second->score();  // a cell missing after counts as 0
+    ch.allowed = margin;
+    cells.push_back(ch);
+  }
+  return gate_cells(std::move(cells), margin, 0.0);
 }
 
 std::vector<FailureCount> count_failures(const std::vector<TaskExample>& eval, const std::vector<std::string>& preds) {
@@ -279,6 +331,9 @@ LoopHooks default_loop_hooks(const LoopConfig& c) {
 }
 
 Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks) {
+  if (!(c.gate_z >= 0 && c.gate_z <= 10)) {
+    return invalid_argument("[loop] gate_z (--gate-z) must be in [0, 10]; got " + std::to_string(c.gate_z));
+  }
   if (c.rounds < 1 || !(c.margin >= 0) || c.eval_per_cell < 1 || c.examples_per_round < 1 || c.top_classes < 1 ||
       !(c.replay_fraction >= 0 && c.replay_fraction < 1)) {
     return invalid_argument("[loop] need rounds >= 1, margin >= 0, eval_per_cell >= 1, examples_per_round >= 1, "
@@ -332,6 +387,7 @@ Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks) {
            {"eval_split", c.eval_split},
            {"eval_per_cell", c.eval_per_cell},
            {"margin", c.margin},
+           {"gate_z", c.gate_z},
            {"examples_per_round", c.examples_per_round},
            {"replay_fraction", c.replay_fraction},
            {"top_classes", c.top_classes},
@@ -401,8 +457,12 @@ Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks) {
     POCKET_ASSIGN_OR_RETURN(auto cand_preds, hooks.answer(rr.candidate, eval));
     if (cand_preds.size() != eval.size()) return invalid_argument("[loop] the evaluator gave a wrong number of answers");
     TaskScoreboard cand;
-    for (size_t i = 0; i < eval.size(); ++i) cand.add(eval[i], cand_preds[i]);
-    rr.gate = regression_gate(board.cells(), cand.cells(), c.margin);
+    std::vector<PairedScore> paired;
+    for (size_t i = 0; i < eval.size(); ++i) {
+      const AnswerScore after = cand.add(eval[i], cand_preds[i]);
+      paired.push_back({eval[i].task, eval[i].lang, score_answer(eval[i].task, eval[i].answer, preds[i]).score, after.score});
+    }
+    rr.gate = c.gate_z > 0 ? paired_gate(paired, c.margin, c.gate_z) : regression_gate(board.cells(), cand.cells(), c.margin);
     if (rr.gate.accepted) {  // otherwise roll back: the next round starts again from `current`
       current = rr.candidate;
       preds = std::move(cand_preds);

@@ -25,16 +25,35 @@ struct CellChange {
   Lang lang = Lang::kEn;
   int64_t n = 0;
   double before = 0, after = 0;  // the task metric (task_scorer.h) on the held-out examples of the cell
+  double se = 0;                 // paired_gate: standard error of the mean per-example change (0 otherwise)
+  double allowed = 0;            // the drop the gate allowed this cell: margin + z * se
 };
 struct GateDecision {
   bool accepted = false;
   double margin = 0;
+  double z = 0;                   // paired_gate's z (0: the point-estimate gate)
   std::vector<CellChange> cells;  // every cell scored before, in task then language order
   double worst_drop = 0;          // max over cells of before - after (negative: every cell improved)
   std::string reason;             // which cells broke the gate, or the worst cell when it held
 };
 // Accepts iff every cell scored before scores at least before - margin after (a cell missing after counts as 0).
 GateDecision regression_gate(const std::vector<CellScore>& before, const std::vector<CellScore>& after, double margin);
+
+// The noise-aware gate (`loop --gate-z Z`). With a few dozen examples per cell one flipped answer moves an
+// accuracy cell by 1/n, so a point-estimate gate at a small margin rejects rounds for noise. Both models
+// answered the same examples, so each cell's change is a mean of paired per-example differences
+// d_i = after_i - before_i with standard error se = sd(d) / sqrt(n) (sample sd; 0 when n < 2). A cell breaks
+// the gate only when its drop exceeds margin + z * se: a one-sided test of "the cell dropped by more than the
+// margin" (z = 1.64: a round whose true drops are all within the margin is wrongly rejected <= 5 % of the
+// time per cell). The price is power: small cells let larger real drops through, and loop.json records each
+// cell's se and allowed drop so a reader sees how much. z = 0 is exactly regression_gate. Each entry of
+// `examples` is one held-out example's metric before and after.
+struct PairedScore {
+  TaskKind task = TaskKind::kExtract;
+  Lang lang = Lang::kEn;
+  double before = 0, after = 0;
+};
+GateDecision paired_gate(const std::vector<PairedScore>& examples, double margin, double z);
 
 // ---- failures and the examples that target them
 
@@ -74,6 +93,7 @@ struct LoopConfig {
   std::string out_dir;             // loop.json, round-NN/{data.jsonl, data.shard, run/}
   int64_t rounds = 3;
   double margin = 0.02;            // the most any (task, language) cell may drop
+  double gate_z = 0;               // > 0: paired_gate (noise-aware) with this z; 0: regression_gate
   int64_t eval_per_cell = 20;      // held-out examples per cell (the first ones of the split, in file order)
   int64_t examples_per_round = 2000;
   double replay_fraction = 0.5;    // share of a round's examples replayed from train.jsonl
