@@ -60,6 +60,11 @@ BlockImpl::BlockImpl(const HParams& h) : h_(h) {
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                  const torch::Tensor& blocked) {
+  return forward_cached(x, cos, sin, blocked, nullptr, nullptr);
+}
+
+torch::Tensor BlockImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                        const torch::Tensor& blocked, torch::Tensor* k_cache, torch::Tensor* v_cache) {
   const int64_t B = x.size(0), T = x.size(1), hd = h_.head_dim, H = h_.n_heads, KV = h_.n_kv_heads;
   const double eps = h_.norm_eps;
   auto xb = rms_norm(x, attn_norm->weight, eps);                                // [B, T, d]
@@ -73,11 +78,17 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& co
   q = apply_rope(q, cos, sin, h_.rope_style).transpose(1, 2);  // [B, H, T, hd]
   k = apply_rope(k, cos, sin, h_.rope_style).transpose(1, 2);  // [B, KV, T, hd]
   v = v.transpose(1, 2);
+  if (k_cache != nullptr) {  // incremental: the new keys and values after the cached ones, [B, KV, len + T, hd]
+    *k_cache = k_cache->defined() ? torch::cat({*k_cache, k}, 2) : k.contiguous();
+    *v_cache = v_cache->defined() ? torch::cat({*v_cache, v}, 2) : v.contiguous();
+    k = *k_cache;
+    v = *v_cache;
+  }
   if (H != KV) {  // query head h reads kv head h / (H / KV)
     k = k.repeat_interleave(H / KV, 1);
     v = v.repeat_interleave(H / KV, 1);
   }
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));  // [B, H, T, T]
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));  // [B, H, T, keys]
   // Every query can read itself (j = i is never blocked), so no row of the softmax is all -inf.
   scores = scores.masked_fill(blocked, -std::numeric_limits<float>::infinity());
   auto att = torch::matmul(torch::softmax(scores, -1), v);                 // [B, H, T, hd]
@@ -85,37 +96,6 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& co
   auto h = x + F::linear(att, attn_output->weight);
   auto hb = rms_norm(h, ffn_norm->weight, eps);
   auto ff = F::silu(F::linear(hb, ffn_gate->weight)) * F::linear(hb, ffn_up->weight);  // SwiGLU [B, T, n_ff]
-  return h + F::linear(ff, ffn_down->weight);
-}
-
-torch::Tensor BlockImpl::forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                        const torch::Tensor& blocked, torch::Tensor* k_cache, torch::Tensor* v_cache) {
-  const int64_t B = x.size(0), T = x.size(1), hd = h_.head_dim, H = h_.n_heads, KV = h_.n_kv_heads;
-  const double eps = h_.norm_eps;
-  auto xb = rms_norm(x, attn_norm->weight, eps);
-  auto q = F::linear(xb, attn_q->weight, attn_q->bias).view({B, T, H, hd});
-  auto k = F::linear(xb, attn_k->weight, attn_k->bias).view({B, T, KV, hd});
-  auto v = F::linear(xb, attn_v->weight, attn_v->bias).view({B, T, KV, hd});
-  if (h_.qk_norm) {
-    q = rms_norm(q, attn_q_norm->weight, eps);
-    k = rms_norm(k, attn_k_norm->weight, eps);
-  }
-  q = apply_rope(q, cos, sin, h_.rope_style).transpose(1, 2);  // [B, H, T, hd]
-  k = apply_rope(k, cos, sin, h_.rope_style).transpose(1, 2);  // [B, KV, T, hd]
-  v = v.transpose(1, 2);
-  *k_cache = k_cache->defined() ? torch::cat({*k_cache, k}, 2) : k.contiguous();  // [B, KV, len + T, hd]
-  *v_cache = v_cache->defined() ? torch::cat({*v_cache, v}, 2) : v.contiguous();
-  auto kk = *k_cache, vv = *v_cache;
-  if (H != KV) {
-    kk = kk.repeat_interleave(H / KV, 1);
-    vv = vv.repeat_interleave(H / KV, 1);
-  }
-  auto scores = torch::matmul(q, kk.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));  // [B, H, T, len + T]
-  scores = scores.masked_fill(blocked, -std::numeric_limits<float>::infinity());
-  auto att = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, H * hd});
-  auto h = x + F::linear(att, attn_output->weight);
-  auto hb = rms_norm(h, ffn_norm->weight, eps);
-  auto ff = F::silu(F::linear(hb, ffn_gate->weight)) * F::linear(hb, ffn_up->weight);
   return h + F::linear(ff, ffn_down->weight);
 }
 

@@ -42,7 +42,7 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& blocked);
   // The same for n new columns after the cached ones: appends their keys and values to *k and *v ([B, KV,
-  // len, hd], undefined when empty); blocked: [B, 1, n, len + n].
+  // len, hd], undefined when empty); blocked: [B, 1, n, len + n]. forward() is this without a cache.
   torch::Tensor forward_cached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const torch::Tensor& blocked, torch::Tensor* k, torch::Tensor* v);
 
