@@ -12,7 +12,7 @@
 # Environment:
 #   GENERALIST=RUN          the single teacher (required)
 #   ROUTED="TASK=RUN ..."   the routed teachers (required; tasks without one go to GENERALIST)
-#   SEEDS ("1 2 3"), STEPS (60, MOPD steps; the SFT arm gets as many 16 x 256-token steps as the MOPD runs
+#   SEEDS ("1 2 3"; "" = score the student and teachers only), STEPS (60, MOPD steps; the SFT arm gets as many 16 x 256-token steps as the MOPD runs
 #   put through the student, rounded up), BATCH (16 prompts), LR (1e-4, cosine to LR/10), MAX_NEW (96),
 #   TEMPERATURE (1), FKL (0), THREADS (2).
 # Writes WORK_DIR/{sft,one,routed}-sSEED/ (runs), *.pocket (Q4 exports), *.test{,-tl}.json (scores), the
@@ -52,8 +52,12 @@ score() {  # NAME RUN: Q4 export + free and task-layer scores on the test split
 routed_flags=()
 for t in $ROUTED; do routed_flags+=(--teacher "$t"); done
 score student "$student"
-score teacher-generalist "$GENERALIST"
-for t in $ROUTED; do score "teacher-${t%%=*}" "${t#*=}"; done
+# Teachers are named after their run directory (one named for several tasks is scored once).
+score "teacher-$(basename "$GENERALIST")" "$GENERALIST"
+for t in $ROUTED; do score "teacher-$(basename "${t#*=}")" "${t#*=}"; done
+# SEEDS="" scores the student and the teachers only (then several seeds can run side by side, one process
+# each with SEEDS=N THREADS=1, and a last run with all the seeds writes the table from what they left).
+[ -n "${seeds// /}" ] || exit 0
 
 mopd() {  # OUT SEED TEACHER-FLAGS...
   local out=$1 seed=$2

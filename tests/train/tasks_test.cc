@@ -118,6 +118,36 @@ TEST(Tasks, ExtractionAnswersAreJsonFoundInTheDescription) {
   EXPECT_EQ(n, 500);
 }
 
+// Open values: every value is still a span of its description, the brands and colours are far more varied
+// than the lexicon's ~20 each, and open_values = 0 leaves the lexicon-only examples exactly as they were.
+TEST(Tasks, OpenValuesAreVariedAndStillCopiedFromTheText) {
+  const TaskSets open = make_task_sets(7, {.train = 2000, .dev = 0, .test = 0}, TaskGenOptions{.open_values = 1.0});
+  std::map<std::string, std::set<std::string>> distinct;  // "brand/en" -> values
+  int n = 0;
+  for (const auto& e : open.train) {
+    if (e.task != TaskKind::kExtract) continue;
+    ++n;
+    auto j = nlohmann::json::parse(e.answer, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << e.answer;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!it->is_string()) continue;
+      EXPECT_NE(e.prompt.find(it->get<std::string>()), std::string::npos) << e.prompt << " -> " << e.answer;
+      std::string cell = it.key();
+      cell.append("/").append(lang_name(e.lang));
+      distinct[cell].insert(it->get<std::string>());
+    }
+  }
+  EXPECT_EQ(n, 400);
+  for (const char* cell : {"brand/en", "brand/zh", "colour/en", "colour/zh", "name/en", "name/zh"}) {
+    EXPECT_GT(distinct[cell].size(), 100u) << cell << ": an open vocabulary, not a lexicon of ~20";
+  }
+  // The default is the lexicon-only generator: the same examples as open_values = 0.
+  const TaskSets zero = make_task_sets(7, {.train = 2000, .dev = 200, .test = 300}, TaskGenOptions{.open_values = 0.0});
+  EXPECT_EQ(prompts(zero.train), prompts(sets().train));
+  EXPECT_EQ(prompts(zero.test), prompts(sets().test));
+  EXPECT_NE(prompts(open.train), prompts(sets().train));
+}
+
 TEST(Tasks, LabelsToolsAndRewritesAreWellFormed) {
   std::set<std::string> intents, routes;
   int rewrites = 0, changed = 0, none = 0, tools = 0;

@@ -174,16 +174,76 @@ std::string describe_zh(Rng& r, const Fields& f, int64_t old_cents) {
 
 }  // namespace
 
-TaskExample gen_extract(Rng& r, Lang l) {
+std::string open_brand(Rng& r, Lang l) {
+  if (l == Lang::kZh) {
+    static const std::vector<std::string> chars = {
+        "飞", "跃", "素", "锦", "云", "岚", "木", "森", "禾", "田", "青", "竹", "墨", "白", "川", "溪", "石", "峰",
+        "星", "辰", "月", "光", "雅", "逸", "悦", "然", "安", "宁", "朗", "晴", "悠", "乐", "优", "品", "尚", "美",
+        "华", "盛", "恒", "泰", "嘉", "和", "福", "瑞", "祥", "雪", "松", "柏", "兰", "菊", "梅", "桃", "橙", "柚",
+        "麦", "稻", "风", "野", "原", "林", "江", "湖", "海", "岛", "晨", "暮", "夏", "秋", "冬", "春", "鹿", "鹤",
+        "燕", "鲸", "猫", "狐", "熊", "兔", "象", "蓝", "绿", "金", "银", "铁", "匠", "坊", "记", "家", "居", "物"};
+    std::string b = r.pick(chars) + r.pick(chars);
+    if (r.chance(0.25)) b += r.pick(chars);
+    return b;
+  }
+  if (r.chance(0.3)) {
+    static const std::vector<std::string> first = {"Trail", "Stone", "River", "Cloud", "Oak",  "Iron", "Blue",
+                                                   "North", "Wild",  "Sun",   "Pine",  "Red",  "Silver", "Fox",
+                                                   "Bear",  "Ever",  "Moon",  "Cedar", "High", "Harbor"};
+    static const std::vector<std::string> second = {"head", "field", "line", "craft", "works", "wood", "peak",
+                                                    "side", "stone", "gate", "ridge", "port", "brook", "mark"};
+    return r.pick(first) + r.pick(second);
+  }
+  static const std::vector<std::string> onset = {"B", "Br", "C", "D", "F", "G", "H", "K", "L", "M", "N", "P",
+                                                 "R", "S", "St", "T", "Tr", "V", "W", "Z", "Qu", "El", "Or", "Al"};
+  static const std::vector<std::string> vowel = {"a", "e", "i", "o", "u", "ai", "ea", "io", "ou", "y"};
+  static const std::vector<std::string> mid = {"n", "r", "l", "v", "m", "s", "d", "th", "k", "x", "nd", "rv"};
+  static const std::vector<std::string> end = {"a", "o", "e", "is", "an", "en", "ix", "or", "um", "ia", "el", "ane"};
+  std::string b = r.pick(onset) + r.pick(vowel) + r.pick(mid) + r.pick(end);
+  if (r.chance(0.2)) b += r.pick(std::vector<std::string>{" & Co", " Labs", " Studio", " Goods"});
+  return b;
+}
+
+std::string open_colour(Rng& r, Lang l) {
+  if (l == Lang::kZh) {
+    static const std::vector<std::string> mod = {"深", "浅", "墨", "雾霾", "奶", "冰", "烟", "亮", "暗", "藏",
+                                                 "湖", "橄榄", "焦糖", "酒", "玫瑰", "杏", "米", "天", "宝石",
+                                                 "薄荷", "珊瑚", "燕麦", "卡其", "象牙", "香槟", "孔雀", "灰"};
+    static const std::vector<std::string> base = {"绿", "蓝", "灰", "红", "粉", "紫", "黄", "棕", "白", "黑", "青", "橙"};
+    return r.pick(mod) + r.pick(base) + (r.chance(0.7) ? "色" : "");
+  }
+  static const std::vector<std::string> mod = {"navy", "dark", "light", "pale", "dusty", "deep", "bright", "forest",
+                                               "sky", "olive", "charcoal", "sage", "mint", "burnt", "ice", "rose",
+                                               "sand", "steel", "midnight", "ocean", "moss", "stone"};
+  static const std::vector<std::string> base = {"blue", "green", "grey", "red", "pink", "purple", "yellow", "brown",
+                                                "white", "black", "orange", "beige", "teal"};
+  return r.pick(mod) + " " + r.pick(base);
+}
+
+std::string open_name(Rng& r, Lang l, const std::string& product) {
+  if (l == Lang::kZh) {
+    static const std::vector<std::string> mod = {"防水", "轻便", "加厚", "便携", "复古", "简约", "大容量", "透气",
+                                                 "保暖", "折叠", "儿童", "商务", "户外", "迷你", "加大"};
+    return r.pick(mod) + product;
+  }
+  static const std::vector<std::string> mod = {"waterproof", "lightweight", "vintage", "classic", "compact", "travel",
+                                               "insulated", "foldable", "slim", "oversized", "kids'", "outdoor"};
+  return r.pick(mod) + " " + product;
+}
+
+TaskExample gen_extract(Rng& r, Lang l, double open_values) {
   const Lexicon& lex = lexicon(static_cast<Category>(r.below(kNumCategories)));
+  // Each open draw happens only when open_values > 0, so the lexicon-only stream is the old one.
+  auto open = [&] { return open_values > 0 && r.chance(open_values); };
   Fields f;
   f.name = r.pick(lex.products).in(l);
-  if (r.chance(0.85)) f.brand = r.pick(brands(l));
+  if (open()) f.name = open_name(r, l, f.name);
+  if (r.chance(0.85)) f.brand = open() ? open_brand(r, l) : r.pick(brands(l));
   if (r.chance(0.85)) {
     f.price_cents = draw_price_cents(r, l);
     f.price = price_text(f.price_cents, l == Lang::kEn);
   }
-  if (r.chance(0.75)) f.colour = r.pick(colours()).in(l);
+  if (r.chance(0.75)) f.colour = open() ? open_colour(r, l) : r.pick(colours()).in(l);
   if (r.chance(0.7)) f.size = r.pick(lex.sizes).in(l);
   if (r.chance(0.7)) f.material = r.pick(lex.materials).in(l);
   const int64_t old_cents = f.price_cents > 0 && r.chance(0.15) ? f.price_cents + 100 * r.range(5, 60) : 0;

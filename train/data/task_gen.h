@@ -57,7 +57,14 @@ std::string phone(Rng& r);      // e.g. "138-5521-0934"
 std::string clock_time(Rng& r, Lang l);  // "7:30 am" / "早上7点半"
 
 // One generator per task, each returning a prompt and its answer for language `l`.
-TaskExample gen_extract(Rng& r, Lang l);
+// open_values: the chance that each of brand, colour and name is composed fresh (open_brand etc.) instead of
+// drawn from the fixed lexicon; 0 draws nothing extra, so the lexicon-only stream is unchanged.
+TaskExample gen_extract(Rng& r, Lang l, double open_values = 0.0);
+// Values composed from parts, far more than any lexicon lists: brands ("Korvane", "飞锦"), colours ("dusty
+// teal", "雾霾蓝"), product names with a modifier ("waterproof backpack", "防水双肩包").
+std::string open_brand(Rng& r, Lang l);
+std::string open_colour(Rng& r, Lang l);
+std::string open_name(Rng& r, Lang l, const std::string& product);
 TaskExample gen_intent(Rng& r, Lang l);
 TaskExample gen_rewrite(Rng& r, Lang l);
 TaskExample gen_tool(Rng& r, Lang l);

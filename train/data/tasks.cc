@@ -94,10 +94,10 @@ Expected<std::vector<TaskExample>> parse_task_examples_jsonl(const std::string& 
   return out;
 }
 
-TaskExample generate_task_example(TaskKind task, Lang lang, uint64_t seed) {
+TaskExample generate_task_example(TaskKind task, Lang lang, uint64_t seed, const TaskGenOptions& o) {
   taskgen::Rng r(seed);
   switch (task) {
-    case TaskKind::kExtract: return taskgen::gen_extract(r, lang);
+    case TaskKind::kExtract: return taskgen::gen_extract(r, lang, o.open_values);
     case TaskKind::kIntent: return taskgen::gen_intent(r, lang);
     case TaskKind::kRewrite: return taskgen::gen_rewrite(r, lang);
     case TaskKind::kTool: return taskgen::gen_tool(r, lang);
@@ -106,7 +106,7 @@ TaskExample generate_task_example(TaskKind task, Lang lang, uint64_t seed) {
   return {};
 }
 
-TaskSets make_task_sets(uint64_t seed, const TaskSplitSizes& sizes) {
+TaskSets make_task_sets(uint64_t seed, const TaskSplitSizes& sizes, const TaskGenOptions& o) {
   TaskSets sets;
   std::unordered_set<std::string> seen;  // every prompt drawn so far, over all splits
   constexpr int kCells = static_cast<int>(kAllTasks.size() * kAllLangs.size());
@@ -120,7 +120,7 @@ TaskSets make_task_sets(uint64_t seed, const TaskSplitSizes& sizes) {
       const Lang lang = kAllLangs[static_cast<size_t>(c % 2)];
       int64_t got = 0, misses = 0;
       while (got < want && misses < 2000 + want) {
-        TaskExample e = generate_task_example(task, lang, streams[static_cast<size_t>(c)].next());
+        TaskExample e = generate_task_example(task, lang, streams[static_cast<size_t>(c)].next(), o);
         if (!seen.insert(e.prompt).second) {
           ++misses;
           continue;

@@ -43,8 +43,16 @@ Expected<std::vector<TaskExample>> parse_task_examples_jsonl(const std::string& 
 // The intent labels of the intent task, in a fixed order.
 const std::vector<std::string>& intent_labels();
 
+// Generator options. open_values (0..1): in extraction, the chance that each of the brand, colour and
+// product name is composed fresh from parts (an open vocabulary) instead of drawn from the generator's fixed
+// lexicon, so a model must copy what the text says rather than recognise a value it has seen. 0 (the
+// default) gives exactly the lexicon-only examples of earlier versions.
+struct TaskGenOptions {
+  double open_values = 0.0;
+};
+
 // One example of `task` in `lang`, drawn from a generator seeded with `seed`.
-TaskExample generate_task_example(TaskKind task, Lang lang, uint64_t seed);
+TaskExample generate_task_example(TaskKind task, Lang lang, uint64_t seed, const TaskGenOptions& o = {});
 
 struct TaskSplitSizes {
   int64_t train = 20000, dev = 500, test = 1000;
@@ -57,6 +65,6 @@ struct TaskSets {
 // cells), mixed in a seeded order. Test is drawn first, then dev, then train, each cell from its own seeded
 // stream, skipping any prompt already drawn, so the splits are disjoint and free of duplicate prompts. A cell
 // whose generator runs out of new prompts (after many tries) is left short rather than looping.
-TaskSets make_task_sets(uint64_t seed, const TaskSplitSizes& sizes);
+TaskSets make_task_sets(uint64_t seed, const TaskSplitSizes& sizes, const TaskGenOptions& o = {});
 
 }  // namespace pocket::train

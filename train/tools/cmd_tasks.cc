@@ -98,14 +98,22 @@ Expected<std::vector<std::string>> generate_answers(const std::string& model_pat
 int cmd_make_tasks(int argc, char** argv) {
   Args a(argc, argv, 2);
   if (a.has("help") || !a.has("out")) {
-    std::printf("usage: pocket-train make-tasks -o DIR [--seed S] [--train N] [--dev N] [--test N]\n"
+    std::printf("usage: pocket-train make-tasks -o DIR [--seed S] [--train N] [--dev N] [--test N] [--open-values P]\n"
                 "  writes DIR/{train,dev,test}.jsonl: the extract, intent, rewrite, tool and route tasks in English\n"
-                "  and Chinese, chat lines {\"messages\":[user, assistant],\"task\",\"lang\"} (docs/tasks.md)\n");
+                "  and Chinese, chat lines {\"messages\":[user, assistant],\"task\",\"lang\"} (docs/tasks.md)\n"
+                "  --open-values P (0..1, default 0): in extraction, each of brand, colour and product name is\n"
+                "  composed fresh from parts with probability P instead of drawn from the fixed lexicon\n");
     return a.has("help") ? 0 : 1;
   }
-  if (std::string u = a.unknown({"out", "seed", "train", "dev", "test", "help"}); !u.empty()) {
+  if (std::string u = a.unknown({"out", "seed", "train", "dev", "test", "open-values", "help"}); !u.empty()) {
     return report("make-tasks", invalid_argument("unknown flag(s) " + u));
   }
+  auto open_values = a.f64("open-values", 0.0);
+  if (!open_values || !(*open_values >= 0.0 && *open_values <= 1.0)) {
+    return report("make-tasks", invalid_argument("bad --open-values (a probability in [0, 1])"));
+  }
+  TaskGenOptions gen;
+  gen.open_values = *open_values;
   TaskSplitSizes sizes;
   auto seed = a.i64("seed", 1);
   auto n_train = a.i64("train", sizes.train);
@@ -119,7 +127,7 @@ int cmd_make_tasks(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return report("make-tasks", io_error("[make-tasks] cannot create " + dir + ": " + ec.message()));
-  const TaskSets sets = make_task_sets(static_cast<uint64_t>(*seed), sizes);
+  const TaskSets sets = make_task_sets(static_cast<uint64_t>(*seed), sizes, gen);
   const std::pair<const char*, const std::vector<TaskExample>*> splits[] = {
       {"train", &sets.train}, {"dev", &sets.dev}, {"test", &sets.test}};
   std::printf("%-8s %-4s %8s %8s %8s\n", "task", "lang", "train", "dev", "test");
