@@ -141,6 +141,25 @@ TEST(Tasks, OpenValuesAreVariedAndStillCopiedFromTheText) {
   for (const char* cell : {"brand/en", "brand/zh", "colour/en", "colour/zh", "name/en", "name/zh"}) {
     EXPECT_GT(distinct[cell].size(), 100u) << cell << ": an open vocabulary, not a lexicon of ~20";
   }
+  // Tool arguments naming a city, a person, a product query or a destination: open too, still in the request.
+  const std::map<std::string, std::string> open_args = {{"get_weather", "city"}, {"send_message", "to"},
+                                                        {"call_contact", "name"}, {"search_products", "query"},
+                                                        {"book_taxi", "destination"}};
+  std::set<std::string> tool_values;
+  int n_tool = 0;
+  for (const auto& e : open.train) {
+    if (e.task != TaskKind::kTool) continue;
+    auto j = nlohmann::json::parse(e.answer, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << e.answer;
+    auto it = open_args.find(j["tool"].get<std::string>());
+    if (it == open_args.end()) continue;
+    ++n_tool;
+    const std::string v = j["args"][it->second].get<std::string>();
+    EXPECT_NE(e.prompt.find(v), std::string::npos) << e.prompt << " -> " << e.answer;
+    tool_values.insert(v);
+  }
+  EXPECT_GT(n_tool, 100);
+  EXPECT_GT(tool_values.size(), static_cast<size_t>(n_tool) * 8 / 10) << "nearly every open argument is new";
   // The default is the lexicon-only generator: the same examples as open_values = 0.
   const TaskSets zero = make_task_sets(7, {.train = 2000, .dev = 200, .test = 300}, TaskGenOptions{.open_values = 0.0});
   EXPECT_EQ(prompts(zero.train), prompts(sets().train));

@@ -67,7 +67,12 @@ std::string open_colour(Rng& r, Lang l);
 std::string open_name(Rng& r, Lang l, const std::string& product);
 TaskExample gen_intent(Rng& r, Lang l);
 TaskExample gen_rewrite(Rng& r, Lang l);
-TaskExample gen_tool(Rng& r, Lang l);
+// open_values: the chance that a city, person, product query or taxi destination is composed fresh.
+TaskExample gen_tool(Rng& r, Lang l, double open_values = 0.0);
+std::string open_city(Rng& r, Lang l);    // "Velmora", "Stonebridge", "临江"
+std::string open_person(Rng& r, Lang l);  // "Tavo", "Marisel", "程雨桐"
+std::string open_item(Rng& r, Lang l);    // "foldable phone stand", "便携榨汁机"
+std::string open_place(Rng& r, Lang l);   // "Velmora Station", "临江广场"
 TaskExample gen_route(Rng& r, Lang l);
 
 }  // namespace pocket::train::taskgen

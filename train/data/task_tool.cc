@@ -16,19 +16,22 @@ struct Call {
 
 struct Tool {
   const char* signature;  // as listed in the prompt
-  std::function<Call(Rng&, Lang)> make;
+  std::function<Call(Rng&, Lang, double)> make;  // the last argument: open_values (gen_tool)
 };
 
 std::string pick_l(Rng& r, Lang l, const std::vector<std::string>& en, const std::vector<std::string>& zh) {
   return r.pick(l == Lang::kZh ? zh : en);
 }
 
+// An open draw happens only when open > 0, so the lexicon-only stream is unchanged.
+bool draw_open(Rng& r, double open) { return open > 0 && r.chance(open); }
+
 const std::vector<Tool>& tools() {
   static const std::vector<Tool> k = {
       {"get_weather(city, day?)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
-         const std::string city = r.pick(cities()).in(l);
+         const std::string city = draw_open(r, open) ? open_city(r, l) : r.pick(cities()).in(l);
          const bool has_day = r.chance(0.5);
          const std::string day = has_day ? r.pick(weekdays()).in(l) : "";
          c.args["city"] = city;
@@ -45,7 +48,7 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"set_alarm(time, label?)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
          const std::string time = clock_time(r, l);
          const bool has_label = r.chance(0.4);
@@ -62,9 +65,9 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"send_message(to, text)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
-         const std::string to = r.pick(person_names()).in(l);
+         const std::string to = draw_open(r, open) ? open_person(r, l) : r.pick(person_names()).in(l);
          const std::string text = pick_l(r, l, {"I'll be late", "the meeting is cancelled", "dinner is ready",
                                                 "see you at the station", "call me back"},
                                          {"我晚点到", "会议取消了", "晚饭好了", "车站见", "给我回个电话"});
@@ -79,7 +82,7 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"track_order(order_id)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
          const std::string id = order_id(r);
          c.args["order_id"] = id;
@@ -89,11 +92,13 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"search_products(query, max_price?)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
-         const std::string item = pick_l(r, l, {"wireless earbuds", "running shoes", "a yoga mat", "a desk lamp",
-                                                "a rice cooker", "a winter coat"},
-                                         {"无线耳机", "跑鞋", "瑜伽垫", "台灯", "电饭煲", "羽绒服"});
+         const std::string item = draw_open(r, open)
+                                      ? open_item(r, l)
+                                      : pick_l(r, l, {"wireless earbuds", "running shoes", "a yoga mat", "a desk lamp",
+                                                      "a rice cooker", "a winter coat"},
+                                               {"无线耳机", "跑鞋", "瑜伽垫", "台灯", "电饭煲", "羽绒服"});
          const bool has_price = r.chance(0.5);
          const int price = r.range(2, 60) * 10;
          c.args["query"] = item;
@@ -112,7 +117,7 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"convert_currency(amount, from, to)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          static const std::vector<Bi> cur = {{"USD", "美元"}, {"EUR", "欧元"}, {"CNY", "人民币"}, {"JPY", "日元"},
                                              {"GBP", "英镑"}};
          Call c;
@@ -129,7 +134,7 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"create_event(title, day, time)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
          const std::string title = pick_l(r, l, {"team meeting", "dentist", "yoga class", "project review", "dinner with Mom"},
                                           {"团队会议", "看牙医", "瑜伽课", "项目评审", "和妈妈吃晚饭"});
@@ -143,7 +148,7 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"translate(text, target)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
          const std::string text = pick_l(r, l, {"good morning", "thank you very much", "where is the station", "how much is this"},
                                          {"早上好", "非常感谢", "车站在哪里", "这个多少钱"});
@@ -157,19 +162,21 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"call_contact(name)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
-         const std::string name = r.pick(person_names()).in(l);
+         const std::string name = draw_open(r, open) ? open_person(r, l) : r.pick(person_names()).in(l);
          c.args["name"] = name;
          c.request = fill(pick_l(r, l, {"call {n}", "phone {n} please", "ring {n}"}, {"给{n}打电话", "打给{n}", "呼叫{n}"}),
                           {{"n", name}});
          return c;
        }},
       {"book_taxi(destination, time?)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
-         const std::string dest = pick_l(r, l, {"the airport", "the train station", "the office", "Central Park"},
-                                         {"机场", "火车站", "公司", "人民广场"});
+         const std::string dest = draw_open(r, open)
+                                      ? open_place(r, l)
+                                      : pick_l(r, l, {"the airport", "the train station", "the office", "Central Park"},
+                                               {"机场", "火车站", "公司", "人民广场"});
          const bool has_time = r.chance(0.5);
          const std::string time = clock_time(r, l);
          c.args["destination"] = dest;
@@ -183,7 +190,7 @@ const std::vector<Tool>& tools() {
          return c;
        }},
       {"set_reminder(text, time)",
-       [](Rng& r, Lang l) {
+       [](Rng& r, Lang l, [[maybe_unused]] double open) {
          Call c;
          const std::string task = pick_l(r, l, {"take my medicine", "call the bank", "buy milk", "water the plants"},
                                          {"吃药", "给银行打电话", "买牛奶", "浇花"});
@@ -199,7 +206,7 @@ const std::vector<Tool>& tools() {
 
 }  // namespace
 
-TaskExample gen_tool(Rng& r, Lang l) {
+TaskExample gen_tool(Rng& r, Lang l, double open_values) {
   const auto& all = tools();
   const int n = static_cast<int>(all.size());
   const int n_shown = r.range(3, 4);
@@ -209,7 +216,7 @@ TaskExample gen_tool(Rng& r, Lang l) {
   std::vector<int> shown(order.begin(), order.begin() + n_shown);
   const bool none = r.chance(0.1);
   const int target = none ? order[static_cast<size_t>(n_shown)] : shown[static_cast<size_t>(r.below(n_shown))];
-  const Call call = all[static_cast<size_t>(target)].make(r, l);
+  const Call call = all[static_cast<size_t>(target)].make(r, l, open_values);
 
   std::string prompt = l == Lang::kZh ? "调用工具（JSON）：\n" : "Call a tool (JSON):\n";
   for (int i : shown) prompt += std::string("- ") + all[static_cast<size_t>(i)].signature + "\n";

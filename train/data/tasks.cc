@@ -100,7 +100,7 @@ TaskExample generate_task_example(TaskKind task, Lang lang, uint64_t seed, const
     case TaskKind::kExtract: return taskgen::gen_extract(r, lang, o.open_values);
     case TaskKind::kIntent: return taskgen::gen_intent(r, lang);
     case TaskKind::kRewrite: return taskgen::gen_rewrite(r, lang);
-    case TaskKind::kTool: return taskgen::gen_tool(r, lang);
+    case TaskKind::kTool: return taskgen::gen_tool(r, lang, o.open_values);
     case TaskKind::kRoute: return taskgen::gen_route(r, lang);
   }
   return {};
@@ -167,6 +167,68 @@ const std::vector<Bi>& cities() {
   return k;
 }
 
+namespace {
+// Syllables for invented Latin-script names.
+std::string latin_name(Rng& r) {
+  static const std::vector<std::string> onset = {"B", "Br", "C", "D", "F", "G", "H", "K", "L", "M", "N", "P", "R",
+                                                 "S", "T", "V", "W", "Z", "J", "El", "Or", "Al", "Is", "Th"};
+  static const std::vector<std::string> vowel = {"a", "e", "i", "o", "u", "ai", "ea", "io", "y"};
+  static const std::vector<std::string> mid = {"n", "r", "l", "v", "m", "s", "d", "th", "k", "nd", "rv", "lm"};
+  static const std::vector<std::string> end = {"a", "o", "e", "is", "an", "en", "or", "el", "ia", "ine", "ora", "us"};
+  return r.pick(onset) + r.pick(vowel) + r.pick(mid) + r.pick(end);
+}
+const std::vector<std::string>& place_chars() {
+  static const std::vector<std::string> k = {"临", "江", "青", "山", "河", "安", "宁", "东", "西", "南", "北", "新",
+                                             "平", "阳", "湖", "海", "石", "龙", "凤", "桥", "松", "柳", "云", "泉",
+                                             "明", "华", "兴", "德", "嘉", "长", "丰", "永", "金", "玉", "望", "溪"};
+  return k;
+}
+}  // namespace
+
+std::string open_city(Rng& r, Lang l) {
+  if (l == Lang::kZh) return r.pick(place_chars()) + r.pick(place_chars()) + (r.chance(0.3) ? "市" : "");
+  if (r.chance(0.3)) {
+    return r.pick(std::vector<std::string>{"Stone", "River", "Oak", "North", "Fair", "Green", "Maple", "Clear"}) +
+           r.pick(std::vector<std::string>{"bridge", "field", "haven", "ford", "wood", "dale", "port", "view"});
+  }
+  return latin_name(r) + r.pick(std::vector<std::string>{"", "", "", "ville", "ton", "burg"});
+}
+
+std::string open_person(Rng& r, Lang l) {
+  if (l == Lang::kZh) {
+    static const std::vector<std::string> surname = {"程", "萧", "冯", "董", "袁", "邓", "许", "傅", "沈", "曾", "彭",
+                                                     "吕", "苏", "卢", "蒋", "蔡", "贾", "丁", "魏", "薛", "叶", "潘",
+                                                     "杜", "戴", "夏", "钟", "汪", "田", "任", "姜", "范", "方"};
+    static const std::vector<std::string> given = {"雨", "桐", "子", "涵", "思", "远", "嘉", "怡", "浩", "然", "梓", "轩",
+                                                   "若", "曦", "一", "诺", "安", "琪", "泽", "宇", "欣", "妍", "博", "文"};
+    return r.pick(surname) + r.pick(given) + (r.chance(0.6) ? r.pick(given) : "");
+  }
+  return latin_name(r);
+}
+
+std::string open_item(Rng& r, Lang l) {
+  if (l == Lang::kZh) {
+    static const std::vector<std::string> mod = {"便携", "无线", "折叠", "儿童", "智能", "静音", "大号", "迷你", "防水", "加热"};
+    static const std::vector<std::string> noun = {"榨汁机", "手机支架", "蓝牙音箱", "电热毯", "加湿器", "键盘", "充电宝",
+                                                  "保温杯", "收纳盒", "自拍杆", "颈枕", "鼠标垫"};
+    return r.pick(mod) + r.pick(noun);
+  }
+  static const std::vector<std::string> mod = {"portable", "wireless", "foldable", "kids'", "smart", "quiet", "large",
+                                               "mini", "waterproof", "heated"};
+  static const std::vector<std::string> noun = {"blender", "phone stand", "bluetooth speaker", "electric blanket",
+                                                "humidifier", "keyboard", "power bank", "travel mug", "storage box",
+                                                "selfie stick", "neck pillow", "mouse pad"};
+  return r.pick(mod) + " " + r.pick(noun);
+}
+
+std::string open_place(Rng& r, Lang l) {
+  if (l == Lang::kZh) {
+    return r.pick(place_chars()) + r.pick(place_chars()) +
+           r.pick(std::vector<std::string>{"广场", "站", "医院", "酒店", "路", "大厦", "公园", "SOHO"});
+  }
+  return open_city(r, l) + r.pick(std::vector<std::string>{" Station", " Mall", " Hospital", " Hotel", " Plaza", " Park"});
+}
+
 const std::vector<Bi>& person_names() {
   static const std::vector<Bi> k = {
       {"Anna", "王芳"},   {"Ben", "李强"},   {"Chloe", "张伟"}, {"David", "刘洋"}, {"Emma", "陈静"},
@@ -202,7 +264,9 @@ std::string order_id(Rng& r) {
 }
 
 std::string phone(Rng& r) {
-  std::string s = "1" + std::to_string(r.range(30, 89)) + "-";
+  std::string s = "1";  // (appended piecewise: GCC 12 warns falsely about "1" + std::string)
+  s += std::to_string(r.range(30, 89));
+  s += "-";
   for (int i = 0; i < 4; ++i) s += static_cast<char>('0' + r.below(10));
   s += "-";
   for (int i = 0; i < 4; ++i) s += static_cast<char>('0' + r.below(10));
