@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The open-value round of pocket-nano (docs/pocket-nano.md, "Open-value round"): SFT on extraction and tool
+# calls whose brands, colours, product names, cities, people, queries and destinations are composed fresh
+# (make-tasks --open-values), so the model learns to copy what the text says instead of recognising the ~20
+# values per field of the lexicon-only data; then export, the usual scores and gate against the shipped model
+# (scripts/score-and-gate.sh, lexicon test split), and the open-value test split for both.
+# Usage: scripts/open-values-round-nano.sh WORK_DIR [BUILD_DIR]
+# Environment: THREADS (2), MODEL (models/pocket-nano-q4.pocket: the model to compare against), BASE (the
+#   checkpoint to start from; default: MODEL imported. The shipped round started from the f32 checkpoint of
+#   extract-round-nano.sh's last stage, WORK/sft_c, which is what MODEL was quantised from), REPLAY (a
+#   make-tasks jsonl of lexicon-value conversations to replay 8,000 lines from; default: a fresh seed-3 draw
+#   weighted like extract-round-nano.sh's mix C, which the shipped round replayed from), STEPS (1000),
+#   TASKS (the lexicon eval splits; default WORK_DIR/tasks = make-tasks --seed 1).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:?usage: scripts/open-values-round-nano.sh WORK_DIR [BUILD_DIR]}
+build=${2:-$root/build/release}
+T=$build/bin/pocket-train
+threads=${THREADS:-2}
+model=${MODEL:-$root/models/pocket-nano-q4.pocket}
+tasks=${TASKS:-$work/tasks}
+py=/usr/bin/python3
+mkdir -p "$work"
+export OPENBLAS_NUM_THREADS=1
+
+base=${BASE:-$work/base}
+[ -n "${BASE:-}" ] || [ -f "$work/base/latest" ] || "$T" import -m "$model" --out "$work/base" --threads "$threads"
+[ -f "$tasks/test.jsonl" ] || "$T" make-tasks -o "$tasks" --seed 1 --train 20000 --dev 500 --test 1000
+[ -f "$work/open-eval/test.jsonl" ] || "$T" make-tasks -o "$work/open-eval" --seed 21 --open-values 1 --train 0 --dev 500 --test 1000
+[ -f "$work/fresh4/train.jsonl" ] || "$T" make-tasks -o "$work/fresh4" --seed 4 --open-values 0.7 --train 60000 --dev 10 --test 10
+for s in 5 6; do
+  [ -f "$work/fresh$s/train.jsonl" ] || "$T" make-tasks -o "$work/fresh$s" --seed $s --open-values 0.7 --train 150000 --dev 10 --test 10
+done
+replay=${REPLAY:-$work/replay.jsonl}
+if [ -z "${REPLAY:-}" ] && [ ! -f "$replay" ]; then
+  [ -f "$work/fresh3/train.jsonl" ] || "$T" make-tasks -o "$work/fresh3" --seed 3 --train 100000 --dev 10 --test 10
+  "$py" - "$work/fresh3/train.jsonl" "$replay" <<'PY'
+import json, random, sys
+by = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    r = json.loads(line)
+    by.setdefault(r["task"], []).append(r)
+random.seed(2)
+c = []
+for k, q in (("intent", 10000), ("route", 4000), ("extract", 6000), ("tool", 6000), ("rewrite", 4000)):
+    c += random.sample(by[k], q)
+random.shuffle(c)
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    for r in c:
+        f.write(json.dumps(r, ensure_ascii=False) + "\n")
+PY
+fi
+
+# The mix: every open extraction example of seeds 4 and 5, the other tasks from seed 6 (tool arguments open),
+# 8,000 replayed lexicon-value lines; no prompt of either eval split's dev or test.
+"$py" - "$tasks" "$work" "$replay" <<'PY'
+import json, os, random, sys
+from collections import Counter
+tasks, work, replay = sys.argv[1:4]
+held = set()
+for f in (f"{tasks}/dev.jsonl", f"{tasks}/test.jsonl", f"{work}/open-eval/dev.jsonl", f"{work}/open-eval/test.jsonl"):
+    for line in open(f, encoding="utf-8"):
+        held.add(json.loads(line)["messages"][0]["content"])
+seen, by = set(held), {}
+for src, keep in ((f"{work}/fresh4/train.jsonl", {"extract"}), (f"{work}/fresh5/train.jsonl", {"extract"}),
+                  (f"{work}/fresh6/train.jsonl", {"intent", "rewrite", "tool", "route"})):
+    for line in open(src, encoding="utf-8"):
+        r = json.loads(line)
+        p = r["messages"][0]["content"]
+        if r["task"] not in keep or p in seen:
+            continue
+        seen.add(p)
+        by.setdefault(r["task"], []).append(r)
+c = [json.loads(l) for l in open(replay, encoding="utf-8")]
+c = [r for r in c if r["messages"][0]["content"] not in held]
+random.seed(6)
+mix = by["extract"][:] + random.sample(by["tool"], 24000) + random.sample(by["rewrite"], 8000) + \
+      random.sample(by["intent"], 4000) + random.sample(by["route"], 3000) + random.sample(c, 8000)
+random.shuffle(mix)
+with open(f"{work}/open_mix.jsonl", "w", encoding="utf-8") as f:
+    for r in mix:
+        f.write(json.dumps(r, ensure_ascii=False) + "\n")
+print(len(mix), "conversations:", dict(Counter(r["task"] for r in mix)))
+PY
+[ -f "$work/open_mix.shard" ] || "$T" tokenize --chat --tokenizer "$base/$(cat "$base/latest")/tokenizer.bin" \
+  -o "$work/open_mix.shard" "$work/open_mix.jsonl"
+
+"$T" sft --init "$base" --data "$work/open_mix.shard" --out "$work/sft_open" --eval-data "$work/open-eval/dev.jsonl" \
+  --eval-examples 20 --seq-len 256 --batch 16 --steps "${STEPS:-1000}" --lr 6e-4 --min-lr 6e-5 --warmup 20 \
+  --eval-interval 500 --log-interval 20 --ckpt-interval 100 --threads "$threads"
+
+new=$work/pocket-nano-q4_g32.pocket
+"$T" export --ckpt "$work/sft_open" -o "$new" --type q4_g32
+THREADS=$threads "$root/scripts/score-and-gate.sh" "$work" "$model" "$new" "$tasks" "$build"
+# The open-value test split, free and through the task layer, for both models.
+for who in old new; do
+  m=$model; [ "$who" = new ] && m=$new
+  "$T" score-tasks -m "$m" --data "$work/open-eval/test.jsonl" --threads "$threads" --json "$work/$who-open-test.json" \
+    | tee "$work/$who-open-test.txt"
+  "$T" score-tasks -m "$m" --data "$work/open-eval/test.jsonl" --threads "$threads" \
+    --json "$work/$who-open-test-tl.json" --task-layer | tee "$work/$who-open-test-tl.txt"
+done
