@@ -9,7 +9,7 @@
 #   checkpoint to start from; default: MODEL imported. The shipped round started from the f32 checkpoint of
 #   extract-round-nano.sh's last stage, WORK/sft_c, which is what MODEL was quantised from), REPLAY (a
 #   make-tasks jsonl of lexicon-value conversations to replay 8,000 lines from; default: a fresh seed-3 draw
-#   weighted like extract-round-nano.sh's mix C, which the shipped round replayed from), STEPS (1000),
+#   weighted like extract-round-nano.sh's mix C, which the shipped round replayed from), STEPS (1000, stage B),
 #   TASKS (the lexicon eval splits; default WORK_DIR/tasks = make-tasks --seed 1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,12 +85,55 @@ PY
 [ -f "$work/open_mix.shard" ] || "$T" tokenize --chat --tokenizer "$base/$(cat "$base/latest")/tokenizer.bin" \
   -o "$work/open_mix.shard" "$work/open_mix.jsonl"
 
-"$T" sft --init "$base" --data "$work/open_mix.shard" --out "$work/sft_open" --eval-data "$work/open-eval/dev.jsonl" \
-  --eval-examples 20 --seq-len 256 --batch 16 --steps "${STEPS:-1000}" --lr 6e-4 --min-lr 6e-5 --warmup 20 \
-  --eval-interval 500 --log-interval 20 --ckpt-interval 100 --threads "$threads"
+# Two consolidation mixes (each stage was added when the previous candidate lost lexicon-split cells):
+# C = the replayed lexicon lines + 8,000 open extraction + 6,000 open tool lines of the mix;
+# D = rewrite-heavy: 9,000 rewrite, 3,000 intent, 2,000 route, 4,000 extraction and 3,000 tool (seed 6, open
+#     values) + 3,000 lexicon extraction/tool lines of the replay.
+"$py" - "$tasks" "$work" "$replay" <<'PY'
+import json, random, sys
+tasks, work, replay = sys.argv[1:4]
+held = set()
+for f in (f"{tasks}/dev.jsonl", f"{tasks}/test.jsonl", f"{work}/open-eval/dev.jsonl", f"{work}/open-eval/test.jsonl"):
+    for line in open(f, encoding="utf-8"):
+        held.add(json.loads(line)["messages"][0]["content"])
+def write(name, rows):
+    with open(f"{work}/{name}", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+c = [r for r in (json.loads(l) for l in open(replay, encoding="utf-8")) if r["messages"][0]["content"] not in held]
+m = [json.loads(l) for l in open(f"{work}/open_mix.jsonl", encoding="utf-8")]
+random.seed(7)
+mc = c + random.sample([r for r in m if r["task"] == "extract"], 8000) + random.sample([r for r in m if r["task"] == "tool"], 6000)
+random.shuffle(mc)
+write("open_c.jsonl", mc)
+by = {}
+for line in open(f"{work}/fresh6/train.jsonl", encoding="utf-8"):
+    r = json.loads(line)
+    if r["messages"][0]["content"] not in held:
+        by.setdefault(r["task"], []).append(r)
+random.seed(8)
+md = random.sample(by["rewrite"], 9000) + random.sample(by["intent"], 3000) + random.sample(by["route"], 2000) + \
+     random.sample(by["extract"], 4000) + random.sample(by["tool"], 3000) + \
+     random.sample([r for r in c if r["task"] in ("extract", "tool")], 3000)
+random.shuffle(md)
+write("open_d.jsonl", md)
+PY
+for m in c d; do
+  [ -f "$work/open_$m.shard" ] || "$T" tokenize --chat --tokenizer "$base/$(cat "$base/latest")/tokenizer.bin" \
+    -o "$work/open_$m.shard" "$work/open_$m.jsonl"
+done
+
+sft() {  # INIT DATA OUT STEPS WARMUP LR MIN_LR
+  "$T" sft --init "$1" --data "$2" --out "$3" --eval-data "$work/open-eval/dev.jsonl" --eval-examples 20 \
+    --seq-len 256 --batch 16 --steps "$4" --lr "$6" --min-lr "$7" --warmup "$5" --eval-interval "$4" \
+    --log-interval 20 --ckpt-interval 100 --threads "$threads"
+}
+sft "$base" "$work/open_mix.shard" "$work/sft_open_b" "${STEPS:-1000}" 20 6e-4 6e-5
+sft "$work/sft_open_b" "$work/open_c.shard" "$work/sft_open_c" 250 10 3e-4 3e-5
+sft "$work/sft_open_c" "$work/open_d.shard" "$work/sft_open_d" 150 10 2e-4 2e-5
 
 new=$work/pocket-nano-q4_g32.pocket
-"$T" export --ckpt "$work/sft_open" -o "$new" --type q4_g32
+"$T" export --ckpt "$work/sft_open_d" -o "$new" --type q4_g32
 THREADS=$threads "$root/scripts/score-and-gate.sh" "$work" "$model" "$new" "$tasks" "$build"
 # The open-value test split, free and through the task layer, for both models.
 for who in old new; do
