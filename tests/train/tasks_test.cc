@@ -2,6 +2,7 @@
 // answers grounded in their prompts, hand-checked scores, and make-tasks / score-tasks end to end.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -313,6 +314,18 @@ TEST(TasksCli, MakeTasksThenScoreGivenPredictionsAndATinyModel) {
   ASSERT_TRUE(test.has_value()) << test.status().to_string();
   EXPECT_EQ(test->size(), 30u);
   EXPECT_EQ(prompts(*test), prompts(make_task_sets(3, {.train = 100, .dev = 20, .test = 30}).test));
+  // --open-values: the API's examples; a value outside [0, 1] or not a number is refused, writing nothing.
+  ASSERT_EQ(testing::run_command(bin + " make-tasks -o " + tmp.file("open") + " --seed 3 --train 0 --dev 0 --test 30" +
+                                     " --open-values 0.5 2>&1", &out), 0) << out;
+  auto open = parse_task_examples_jsonl(read_file(tmp.file("open") + "/test.jsonl"), "test.jsonl");
+  ASSERT_TRUE(open.has_value()) << open.status().to_string();
+  EXPECT_EQ(prompts(*open), prompts(make_task_sets(3, {.train = 0, .dev = 0, .test = 30}, {.open_values = 0.5}).test));
+  for (const char* bad : {"1.5", "-0.1", "lots"}) {
+    EXPECT_EQ(testing::run_command(bin + " make-tasks -o " + tmp.file("bad") + " --open-values " + bad + " 2>&1", &out), 1)
+        << bad << "\n" << out;
+    EXPECT_NE(out.find("--open-values"), std::string::npos) << out;
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("bad"))) << bad;
+  }
 
   // Gold answers as predictions score 1 everywhere; the first one replaced by garbage drops below 1.
   {
