@@ -51,74 +51,58 @@ with open(sys.argv[2], "w", encoding="utf-8") as f:
 PY
 fi
 
-# The mix: every open extraction example of seeds 4 and 5, the other tasks from seed 6 (tool arguments open),
-# 8,000 replayed lexicon-value lines; no prompt of either eval split's dev or test.
-"$py" - "$tasks" "$work" "$replay" <<'PY'
-import json, os, random, sys
-from collections import Counter
-tasks, work, replay = sys.argv[1:4]
-held = set()
-for f in (f"{tasks}/dev.jsonl", f"{tasks}/test.jsonl", f"{work}/open-eval/dev.jsonl", f"{work}/open-eval/test.jsonl"):
-    for line in open(f, encoding="utf-8"):
-        held.add(json.loads(line)["messages"][0]["content"])
-seen, by = set(held), {}
-for src, keep in ((f"{work}/fresh4/train.jsonl", {"extract"}), (f"{work}/fresh5/train.jsonl", {"extract"}),
-                  (f"{work}/fresh6/train.jsonl", {"intent", "rewrite", "tool", "route"})):
-    for line in open(src, encoding="utf-8"):
-        r = json.loads(line)
-        p = r["messages"][0]["content"]
-        if r["task"] not in keep or p in seen:
-            continue
-        seen.add(p)
-        by.setdefault(r["task"], []).append(r)
-c = [json.loads(l) for l in open(replay, encoding="utf-8")]
-c = [r for r in c if r["messages"][0]["content"] not in held]
-random.seed(6)
-mix = by["extract"][:] + random.sample(by["tool"], 24000) + random.sample(by["rewrite"], 8000) + \
-      random.sample(by["intent"], 4000) + random.sample(by["route"], 3000) + random.sample(c, 8000)
-random.shuffle(mix)
-with open(f"{work}/open_mix.jsonl", "w", encoding="utf-8") as f:
-    for r in mix:
-        f.write(json.dumps(r, ensure_ascii=False) + "\n")
-print(len(mix), "conversations:", dict(Counter(r["task"] for r in mix)))
-PY
-[ -f "$work/open_mix.shard" ] || "$T" tokenize --chat --tokenizer "$base/$(cat "$base/latest")/tokenizer.bin" \
-  -o "$work/open_mix.shard" "$work/open_mix.jsonl"
-
-# Two consolidation mixes (each stage was added when the previous candidate lost lexicon-split cells):
-# C = the replayed lexicon lines + 8,000 open extraction + 6,000 open tool lines of the mix;
+# The three stages' mixes, no prompt of either eval split's dev or test in any:
+# B = every open extraction example of seeds 4 and 5, the other tasks from seed 6 (tool arguments open),
+#     8,000 replayed lexicon-value lines;
+# C = the replayed lexicon lines + 8,000 open extraction + 6,000 open tool lines of B (consolidation, added when
+#     B's candidate lost lexicon-split cells);
 # D = rewrite-heavy: 9,000 rewrite, 3,000 intent, 2,000 route, 4,000 extraction and 3,000 tool (seed 6, open
-#     values) + 3,000 lexicon extraction/tool lines of the replay.
+#     values) + 3,000 lexicon extraction/tool lines of the replay (added when C's candidate lost rewrite/zh).
 "$py" - "$tasks" "$work" "$replay" <<'PY'
 import json, random, sys
+from collections import Counter
 tasks, work, replay = sys.argv[1:4]
-held = set()
-for f in (f"{tasks}/dev.jsonl", f"{tasks}/test.jsonl", f"{work}/open-eval/dev.jsonl", f"{work}/open-eval/test.jsonl"):
-    for line in open(f, encoding="utf-8"):
-        held.add(json.loads(line)["messages"][0]["content"])
+def lines(path):
+    return [json.loads(l) for l in open(path, encoding="utf-8")]
+def prompt(r):
+    return r["messages"][0]["content"]
 def write(name, rows):
     with open(f"{work}/{name}", "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-c = [r for r in (json.loads(l) for l in open(replay, encoding="utf-8")) if r["messages"][0]["content"] not in held]
-m = [json.loads(l) for l in open(f"{work}/open_mix.jsonl", encoding="utf-8")]
+    print(name, len(rows), "conversations:", dict(Counter(r["task"] for r in rows)))
+held = {prompt(r) for f in (f"{tasks}/dev.jsonl", f"{tasks}/test.jsonl", f"{work}/open-eval/dev.jsonl",
+                            f"{work}/open-eval/test.jsonl") for r in lines(f)}
+seed6 = [r for r in lines(f"{work}/fresh6/train.jsonl") if prompt(r) not in held]
+seen, by = set(held), {}
+for rows, keep in ((lines(f"{work}/fresh4/train.jsonl"), {"extract"}), (lines(f"{work}/fresh5/train.jsonl"), {"extract"}),
+                   (seed6, {"intent", "rewrite", "tool", "route"})):
+    for r in rows:
+        if r["task"] in keep and prompt(r) not in seen:
+            seen.add(prompt(r))
+            by.setdefault(r["task"], []).append(r)
+c = [r for r in lines(replay) if prompt(r) not in held]
+random.seed(6)
+mb = by["extract"][:] + random.sample(by["tool"], 24000) + random.sample(by["rewrite"], 8000) + \
+     random.sample(by["intent"], 4000) + random.sample(by["route"], 3000) + random.sample(c, 8000)
+random.shuffle(mb)
+write("open_mix.jsonl", mb)
 random.seed(7)
-mc = c + random.sample([r for r in m if r["task"] == "extract"], 8000) + random.sample([r for r in m if r["task"] == "tool"], 6000)
+mc = c + random.sample([r for r in mb if r["task"] == "extract"], 8000) + \
+     random.sample([r for r in mb if r["task"] == "tool"], 6000)
 random.shuffle(mc)
 write("open_c.jsonl", mc)
-by = {}
-for line in open(f"{work}/fresh6/train.jsonl", encoding="utf-8"):
-    r = json.loads(line)
-    if r["messages"][0]["content"] not in held:
-        by.setdefault(r["task"], []).append(r)
+by6 = {}
+for r in seed6:
+    by6.setdefault(r["task"], []).append(r)
 random.seed(8)
-md = random.sample(by["rewrite"], 9000) + random.sample(by["intent"], 3000) + random.sample(by["route"], 2000) + \
-     random.sample(by["extract"], 4000) + random.sample(by["tool"], 3000) + \
+md = random.sample(by6["rewrite"], 9000) + random.sample(by6["intent"], 3000) + random.sample(by6["route"], 2000) + \
+     random.sample(by6["extract"], 4000) + random.sample(by6["tool"], 3000) + \
      random.sample([r for r in c if r["task"] in ("extract", "tool")], 3000)
 random.shuffle(md)
 write("open_d.jsonl", md)
 PY
-for m in c d; do
+for m in mix c d; do
   [ -f "$work/open_$m.shard" ] || "$T" tokenize --chat --tokenizer "$base/$(cat "$base/latest")/tokenizer.bin" \
     -o "$work/open_$m.shard" "$work/open_$m.jsonl"
 done

@@ -402,7 +402,8 @@ Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks) {
   POCKET_ASSIGN_OR_RETURN(auto preds, hooks.answer(current, eval));
   if (preds.size() != eval.size()) return invalid_argument("[loop] the evaluator gave a wrong number of answers");
   TaskScoreboard board;
-  for (size_t i = 0; i < eval.size(); ++i) board.add(eval[i], preds[i]);
+  std::vector<double> scores;  // the current checkpoint's metric per held-out example (paired_gate's "before")
+  for (size_t i = 0; i < eval.size(); ++i) scores.push_back(board.add(eval[i], preds[i]).score);
   result.start = board.cells();
   if (log["baseline"].is_null()) {
     log["baseline"] = {{"checkpoint", current},
@@ -458,14 +459,16 @@ Expected<LoopResult> run_sft_loop(const LoopConfig& c, const LoopHooks& hooks) {
     if (cand_preds.size() != eval.size()) return invalid_argument("[loop] the evaluator gave a wrong number of answers");
     TaskScoreboard cand;
     std::vector<PairedScore> paired;
+    std::vector<double> cand_scores;
     for (size_t i = 0; i < eval.size(); ++i) {
-      const AnswerScore after = cand.add(eval[i], cand_preds[i]);
-      paired.push_back({eval[i].task, eval[i].lang, score_answer(eval[i].task, eval[i].answer, preds[i]).score, after.score});
+      cand_scores.push_back(cand.add(eval[i], cand_preds[i]).score);
+      paired.push_back({eval[i].task, eval[i].lang, scores[i], cand_scores.back()});
     }
     rr.gate = c.gate_z > 0 ? paired_gate(paired, c.margin, c.gate_z) : regression_gate(board.cells(), cand.cells(), c.margin);
     if (rr.gate.accepted) {  // otherwise roll back: the next round starts again from `current`
       current = rr.candidate;
       preds = std::move(cand_preds);
+      scores = std::move(cand_scores);
       board = cand;
     }
     rr.checkpoint = current;
