@@ -28,7 +28,7 @@ shard=${5:?sft shard}
 T=${6:-$root/build/release}/bin/pocket-train
 : "${GENERALIST:?set GENERALIST=RUN (the single teacher)}"
 : "${ROUTED:?set ROUTED=\"TASK=RUN ...\" (the routed teachers)}"
-seeds=${SEEDS:-1 2 3}
+seeds=${SEEDS-1 2 3}
 steps=${STEPS:-60}
 batch=${BATCH:-16}
 lr=${LR:-1e-4}

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "nn/answers.h"
@@ -333,6 +334,21 @@ TEST(Mopd, TwoProcessesMatchOneProcessWithTheSameGlobalBatch) {
   const double diff = max_weight_diff(a->weights, b->weights);
   std::printf("[mopd data-parallel] max |param diff| after 3 steps, 1 vs 2 processes: %.3g\n", diff);
   EXPECT_LE(diff, 1e-5);
+
+  // --nproc 2 spawns the same two ranks itself.
+  const std::string three = f.tmp.file("three");
+  std::string cmd3 = rank(0);
+  cmd3 = cmd3.substr(0, cmd3.find(" --rank ")) + " --nproc 2";
+  const size_t at = cmd3.find(" --out " + two);
+  ASSERT_NE(at, std::string::npos);
+  cmd3.replace(at, 7 + two.size(), " --out " + three);
+  ASSERT_EQ(testing::run_command(cmd3 + " 2>&1", &out), 0) << out;
+  auto c = load_checkpoint(three);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->meta.step, 3);
+  EXPECT_EQ(c->meta.loader.next_row, a->meta.loader.next_row);
+  EXPECT_EQ(max_weight_diff(b->weights, c->weights), 0.0) << "--nproc 2 differs from two ranks started by hand";
+  EXPECT_FALSE(std::filesystem::exists(three + "/.rendezvous"));
 }
 
 // The sampler's KV-cached decoding computes the logits the full forward pass computes at each column.

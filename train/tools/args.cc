@@ -1,7 +1,12 @@
 // Flag parsing and TrainConfig flags (see args.h).
 #include "args.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -184,6 +189,51 @@ Status apply_train_flags(const Args& a, TrainConfig* c, DistOptions* d, int64_t*
   POCKET_ASSIGN_OR_RETURN(*nproc, a.i64("nproc", 1));
   if (*nproc < 1 || *nproc > 64) return invalid_argument("--nproc must be in 1..64");
   return Status::ok();
+}
+
+int spawn_ranks(int argc, char** argv, int64_t nproc, const std::string& out_dir) {
+  std::filesystem::create_directories(out_dir);
+  const std::string store = out_dir + "/.rendezvous";
+  std::filesystem::remove(store);
+  std::vector<pid_t> pids;
+  for (int64_t r = 0; r < nproc; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<std::string> args;
+      for (int i = 0; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--nproc") {
+          ++i;
+          continue;
+        }
+        if (a.rfind("--nproc=", 0) == 0) continue;
+        args.push_back(a);
+      }
+      args.insert(args.end(), {"--rank", std::to_string(r), "--world", std::to_string(nproc), "--rendezvous",
+                               "file:" + store});
+      if (r != 0) args.push_back("--quiet");
+      std::vector<char*> cargs;
+      for (auto& s : args) cargs.push_back(s.data());
+      cargs.push_back(nullptr);
+      execv("/proc/self/exe", cargs.data());
+      std::perror("pocket-train: execv");
+      _exit(127);
+    }
+    if (pid < 0) {
+      std::perror("pocket-train: fork");
+      return 1;
+    }
+    pids.push_back(pid);
+  }
+  int worst = 0;
+  for (pid_t p : pids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    worst = std::max(worst, code);
+  }
+  std::filesystem::remove(store);
+  return worst;
 }
 
 }  // namespace pocket::train::cli

@@ -34,4 +34,8 @@ const char* train_flags_help();
 
 int report(const char* cmd, const Status& st);
 
+// --nproc N: runs this program N times with --rank/--world/--rendezvous appended (file rendezvous under
+// out_dir, on loopback; ranks above 0 quiet) and returns the worst exit code.
+int spawn_ranks(int argc, char** argv, int64_t nproc, const std::string& out_dir);
+
 }  // namespace pocket::train::cli

@@ -20,8 +20,7 @@ int cmd_mopd(int argc, char** argv) {
         "  its task (or the generalist) and the loss is the per-token reverse KL(student || teacher) over the\n"
         "  student's answer tokens, mixed with W x forward KL (--fkl, default 0). --max-new: answer tokens per\n"
         "  prompt (64); --temperature: sampling only (1). Teachers must share the student's tokenizer.\n"
-        "  Running the same command again on the same --out resumes. Other flags:\n%s"
-        "  (--nproc is not supported here: run one process per rank with --rank/--world/--rendezvous)\n",
+        "  Running the same command again on the same --out resumes. Other flags:\n%s",
         train_flags_help());
     return 0;
   }
@@ -44,9 +43,9 @@ int cmd_mopd(int argc, char** argv) {
   DistOptions dist;
   int64_t nproc = 1;
   if (Status st = apply_train_flags(a, &cfg, &dist, &nproc); !st.is_ok()) return report("mopd", st);
-  if (nproc > 1) return report("mopd", invalid_argument("--nproc is not supported by mopd; use --rank/--world/--rendezvous"));
   cfg.init_from = a.str("student", cfg.init_from);
   if (cfg.init_from.empty() && !has_checkpoint(cfg.out_dir)) return report("mopd", invalid_argument("mopd needs --student CKPT"));
+  if (nproc > 1) return spawn_ranks(argc, argv, nproc, cfg.out_dir);
   for (const auto& t : a.all("teacher")) {
     auto s = parse_teacher_spec(t);
     if (!s) return report("mopd", s.status());

@@ -1,66 +1,12 @@
 // `pocket-train pretrain` and `pocket-train sft`: flags -> TrainConfig -> run_training. With --nproc N the
-// command re-executes itself N times as ranks 0..N-1 of a data-parallel group (file rendezvous on loopback).
-#include <sys/wait.h>
-#include <unistd.h>
-
+// command re-executes itself N times as ranks 0..N-1 of a data-parallel group (spawn_ranks, args.h).
 #include <cstdio>
-#include <filesystem>
 
 #include "args.h"
 #include "commands.h"
 #include "nn/trainer.h"
 
 namespace pocket::train::cli {
-
-namespace {
-
-// Runs this program N times with --rank/--world/--rendezvous appended; returns the worst exit code.
-int spawn_ranks(int argc, char** argv, int64_t nproc, const std::string& out_dir) {
-  std::filesystem::create_directories(out_dir);
-  const std::string store = out_dir + "/.rendezvous";
-  std::filesystem::remove(store);
-  std::vector<pid_t> pids;
-  for (int64_t r = 0; r < nproc; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::vector<std::string> args;
-      for (int i = 0; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--nproc") {
-          ++i;
-          continue;
-        }
-        if (a.rfind("--nproc=", 0) == 0) continue;
-        args.push_back(a);
-      }
-      args.insert(args.end(), {"--rank", std::to_string(r), "--world", std::to_string(nproc), "--rendezvous",
-                               "file:" + store});
-      if (r != 0) args.push_back("--quiet");
-      std::vector<char*> cargs;
-      for (auto& s : args) cargs.push_back(s.data());
-      cargs.push_back(nullptr);
-      execv("/proc/self/exe", cargs.data());
-      std::perror("pocket-train: execv");
-      _exit(127);
-    }
-    if (pid < 0) {
-      std::perror("pocket-train: fork");
-      return 1;
-    }
-    pids.push_back(pid);
-  }
-  int worst = 0;
-  for (pid_t p : pids) {
-    int status = 0;
-    waitpid(p, &status, 0);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-    worst = std::max(worst, code);
-  }
-  std::filesystem::remove(store);
-  return worst;
-}
-
-}  // namespace
 
 int cmd_train(Stage stage, int argc, char** argv) {
   const char* name = stage == Stage::kSft ? "sft" : "pretrain";
