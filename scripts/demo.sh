@@ -26,5 +26,6 @@ schema=schemas/product.schema.json
 echo "text:   $text"
 echo "schema ($schema):"; cat "$schema"
 echo
-# Greedy, one user turn in the model's chat template, output constrained to the schema and grounded in the text.
+# One user turn in the model's chat template, output constrained to the schema and grounded in the text; the
+# structure greedy, each value by a 2-beam search (the task layer's default, docs/tasks.md "Beam search").
 "$pocket" task extract -m "$model" --schema "$schema" -p "$text" -n 96

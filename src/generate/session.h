@@ -83,7 +83,10 @@ class Session {
   void reset();
 
   const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& shared_model() const { return model_; }
   Transformer& transformer() { return *transformer_; }
+  // The session's workers (another Transformer over the same model may run on them, one call at a time).
+  ThreadPool* pool() { return pool_.get(); }
   int64_t n_past() const { return transformer_->n_past(); }
   int32_t n_threads() const { return pool_->n_threads(); }
   const MemoryPlan& plan() const { return transformer_->plan(); }

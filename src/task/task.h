@@ -26,6 +26,11 @@ struct TaskOptions {
   bool chat = true;                     // wrap the instruction in the package's chat template
   std::string system;                   // optional system turn
   const std::atomic<bool>* cancel = nullptr;
+  // extract: values by beam search (docs/tasks.md, "Beam search"): 1 = token-by-token greedy; N > 1 keeps N
+  // alternatives of every value (greedy decoding only); 0 = the default, 2 under greedy decoding and 1 with a
+  // temperature. A search costs up to N more KV caches (the answer's length, not the context) for the call
+  // and about N times the decoding work inside values.
+  int32_t beams = 0;
 };
 
 // The instruction line each task puts before the text when the caller gives none (docs/tasks.md: the
@@ -53,6 +58,7 @@ struct ExtractResult {
   GenerateStats stats;
   std::vector<std::string> validation_errors;  // the independent validator's verdict (empty: valid)
   AnswerConfidence confidence;  // the model's certainty over the answer's tokens (answer_confidence.h)
+  std::vector<int32_t> tokens;  // the answer's token ids (text is their decoding)
 };
 // Extracts `text` into the schema. `schema_json` may mark string properties "x-pocket-copy": true (values
 // must be spans of `text`); `ground_strings` marks every string property so.

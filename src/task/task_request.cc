@@ -89,9 +89,16 @@ Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_js
   o.sampling.seed = seed;
 
   if (task == "extract") {
-    POCKET_RETURN_IF_ERROR(check_keys(req, {"schema", "ground"}));
+    POCKET_RETURN_IF_ERROR(check_keys(req, {"schema", "ground", "beams"}));
     bool ground = false;
     POCKET_RETURN_IF_ERROR(get(req, "ground", &ground, "a boolean"));
+    int64_t beams = 0;
+    POCKET_RETURN_IF_ERROR(get(req, "beams", &beams, "an integer"));
+    if (req.contains("beams") && (beams < 1 || beams > 16)) return invalid_argument("[task] 'beams' must be in 1..16");
+    if (beams > 1 && temperature > 0.0) {
+      return invalid_argument("[task] 'beams' > 1 searches for the most probable answer: it needs temperature 0");
+    }
+    o.beams = static_cast<int32_t>(beams);
     std::string schema;
     if (auto it = req.find("schema"); it != req.end()) {
       if (!it->is_object()) return invalid_argument("[task] 'schema' must be a JSON object (a JSON schema)");
@@ -105,7 +112,8 @@ Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_js
                                   {"validation_errors", r.validation_errors},
                                   {"confidence", {{"min_token_probability", c.min_token_probability},
                                                   {"mean_token_logprob", c.mean_token_logprob},
-                                                  {"mean_entropy", c.mean_entropy}}},
+                                                  {"mean_entropy", c.mean_entropy},
+                                                  {"sequence_logprob", c.sequence_logprob}}},
                                   {"text", r.text},
                                   {"usage", usage(r.stats)}};
   }

@@ -18,7 +18,7 @@ struct TaskArgs {
   std::string batch;  // a JSONL file of requests
   std::string task, model, text, text_file, schema_file, schema_text, labels, instruction, request, system;
   bool ground = false, use_model = false, no_chat = false, compact = false;
-  int max_tokens = 256, threads = 0;
+  int max_tokens = 256, threads = 0, beams = 0;
   int64_t ctx = 0;
   double threshold = 0.5, calibration_t = 1.0, temp = 0.0;
   uint64_t seed = 0;
@@ -90,6 +90,7 @@ int run(const TaskArgs& a) {
       if (!t) return report("task", t.status());
       text = *t;
     }
+    if (a.beams != 0 && a.task != "extract") return report("task", invalid_argument("[task] --beams is for extract"));
     req = {{"task", a.task}, {"text", text}};
     if (!a.instruction.empty()) req["instruction"] = a.instruction;
     if (!a.system.empty()) req["system"] = a.system;
@@ -109,6 +110,7 @@ int run(const TaskArgs& a) {
         req["schema"] = sj;
       }
       if (a.ground) req["ground"] = true;
+      if (a.beams != 0) req["beams"] = a.beams;
     } else if (a.task == "classify") {
       if (a.labels.empty()) return report("task", invalid_argument("[task] classify needs --labels a,b,c"));
       req["labels"] = split_labels(a.labels);
@@ -189,6 +191,7 @@ void register_task(CLI::App& app) {
   c->add_option("--system", a->system, "A system turn");
   c->add_flag("--no-chat", a->no_chat, "Do not wrap the request in the package's chat template");
   c->add_option("-n,--max-tokens", a->max_tokens, "extract/rewrite: tokens to generate at most");
+  c->add_option("--beams", a->beams, "extract: alternatives kept per value by beam search (1..16; 1 = token-by-token greedy; default 2, 1 with --temp)");
   c->add_option("--temp", a->temp, "Sampling temperature for extract/rewrite (0 = greedy, the default)");
   c->add_option("-s,--seed", a->seed, "Random seed with --temp");
   c->add_option("-t,--threads", a->threads, "Threads (default: physical cores)");

@@ -159,22 +159,28 @@ int cmd_score_tasks(int argc, char** argv) {
   Args a(argc, argv, 2);
   if (a.has("help") || !a.has("data") || (a.has("model") == a.has("pred"))) {
     std::printf("usage: pocket-train score-tasks (-m MODEL.pocket | --pred PRED.jsonl) --data TEST.jsonl [--limit N]\n"
-                "         [--max-tokens N] [--threads N] [--json OUT] [--save-pred OUT.jsonl] [--task-layer]\n"
+                "         [--max-tokens N] [--threads N] [--json OUT] [--save-pred OUT.jsonl] [--task-layer [--beams N]]\n"
                 "  -m: greedy answers of the model (prompts rendered with its chat template); with --task-layer\n"
                 "  through the runtime's task layer (schema-constrained, grounded extraction and tool calls, label\n"
-                "  probabilities for intent and route; docs/tasks.md); --pred: one\n"
+                "  probabilities for intent and route; docs/tasks.md; --beams N: alternatives per value, 1 = greedy,\n"
+                "  default the task layer's 2);\n"
+                "  --pred: one\n"
                 "  {\"prediction\": ...} line per data line, in order. Prints a table per task x language.\n");
     return a.has("help") ? 0 : 1;
   }
-  if (std::string u = a.unknown({"model", "pred", "data", "limit", "max-tokens", "threads", "json", "save-pred", "task-layer", "help"});
+  if (std::string u = a.unknown({"model", "pred", "data", "limit", "max-tokens", "threads", "json", "save-pred", "task-layer", "beams", "help"});
       !u.empty()) {
     return report("score-tasks", invalid_argument("unknown flag(s) " + u));
   }
   auto limit = a.i64("limit", 0);
   auto max_tokens = a.i64("max-tokens", 96);
   auto threads = a.i64("threads", 0);
+  auto beams = a.i64("beams", 0);
   if (!limit || !max_tokens || !threads || *limit < 0 || *max_tokens < 1 || *threads < 0) {
     return report("score-tasks", invalid_argument("bad --limit/--max-tokens/--threads"));
+  }
+  if (!beams || *beams < 0 || *beams > 16 || (*beams != 0 && !a.has("task-layer"))) {
+    return report("score-tasks", invalid_argument("--beams must be in 1..16, with --task-layer"));
   }
   const std::string data_path = a.str("data");
   auto text = read_all(data_path);
@@ -186,7 +192,7 @@ int cmd_score_tasks(int argc, char** argv) {
   Expected<std::vector<std::string>> preds =
       a.has("pred")         ? read_predictions(a.str("pred"))
       : a.has("task-layer") ? task_layer_answers(a.str("model"), *data, static_cast<int32_t>(*max_tokens),
-                                                 static_cast<int32_t>(*threads))
+                                                 static_cast<int32_t>(*threads), static_cast<int32_t>(*beams))
                             : generate_answers(a.str("model"), *data, static_cast<int32_t>(*max_tokens), static_cast<int32_t>(*threads));
   if (!preds) return report("score-tasks", preds.status());
   if (preds->size() < data->size()) {

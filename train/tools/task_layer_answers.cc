@@ -88,7 +88,9 @@ nlohmann::ordered_json tool_call_schema(const std::string& prompt) {
   return {{"anyOf", alts}};
 }
 
-nlohmann::ordered_json task_layer_request(const TaskExample& e, int32_t max_tokens) {
+namespace {
+
+nlohmann::ordered_json plain_request(const TaskExample& e, int32_t max_tokens) {
   const std::string text = strip_instruction(e.prompt);
   switch (e.task) {
     case TaskKind::kExtract:
@@ -107,8 +109,16 @@ nlohmann::ordered_json task_layer_request(const TaskExample& e, int32_t max_toke
   return {};
 }
 
+}  // namespace
+
+nlohmann::ordered_json task_layer_request(const TaskExample& e, int32_t max_tokens, int32_t beams) {
+  nlohmann::ordered_json req = plain_request(e, max_tokens);
+  if (beams != 0 && req.value("task", "") == "extract") req["beams"] = beams;
+  return req;
+}
+
 Expected<std::vector<std::string>> task_layer_answers(const std::string& model_path, const std::vector<TaskExample>& data,
-                                                      int32_t max_tokens, int32_t threads) {
+                                                      int32_t max_tokens, int32_t threads, int32_t beams) {
   POCKET_ASSIGN_OR_RETURN(auto model, Model::load(model_path));
   SessionOptions so;
   so.n_threads = threads;
@@ -117,7 +127,7 @@ Expected<std::vector<std::string>> task_layer_answers(const std::string& model_p
   std::vector<std::string> out;
   out.reserve(data.size());
   for (size_t i = 0; i < data.size(); ++i) {
-    const nlohmann::ordered_json req = task_layer_request(data[i], max_tokens);
+    const nlohmann::ordered_json req = task_layer_request(data[i], max_tokens, beams);
     auto r = run_task(*session, req);
     std::string answer;
     if (!r) {

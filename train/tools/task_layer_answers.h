@@ -22,11 +22,11 @@ const nlohmann::ordered_json& product_schema();
 nlohmann::ordered_json tool_call_schema(const std::string& prompt);
 
 // The task layer's request for one example (the prompt's instruction line is the task layer's default, so
-// the model sees the same prompt as with free generation).
-nlohmann::ordered_json task_layer_request(const TaskExample& e, int32_t max_tokens);
+// the model sees the same prompt as with free generation). `beams`: the extraction request's "beams" (0: the task layer's default).
+nlohmann::ordered_json task_layer_request(const TaskExample& e, int32_t max_tokens, int32_t beams = 0);
 
 // The answers, one per example, as the scorer reads them (compact JSON, a label, a sentence).
 Expected<std::vector<std::string>> task_layer_answers(const std::string& model_path, const std::vector<TaskExample>& data,
-                                                      int32_t max_tokens, int32_t threads);
+                                                      int32_t max_tokens, int32_t threads, int32_t beams = 0);
 
 }  // namespace pocket::train
