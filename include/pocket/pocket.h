@@ -164,8 +164,10 @@ const char* pocket_session_spec_off_reason(const pocket_session* session);
 /* App tasks (docs/tasks.md, "The task layer") -------------------------------------------------------------- */
 /* Outputs valid by construction: extraction constrained to a JSON schema (string properties marked
  * "x-pocket-copy": true, or all with ground, are spans of the text), labels scored by the model's own
- * probabilities, redaction by check-digit detectors. Each call resets the session (tasks are independent
- * requests) and needs a plain session (POCKET_ERR_UNSUPPORTED for a speculative one). On success
+ * probabilities, redaction by check-digit detectors. Extraction decodes the JSON structure greedily and each
+ * value by a 2-beam search (the request's "beams": 1 = token-by-token greedy, up to 16). Each call resets
+ * the session (tasks are independent requests) and needs a plain session (POCKET_ERR_UNSUPPORTED for a
+ * speculative one). On success
  * *result_json points to a NUL-terminated JSON object owned by the library, valid until the next
  * pocket_task_* call on the same thread. pocket_session_cancel stops a running task (POCKET_ERR_CANCELLED).
  * Errors: POCKET_ERR_INVALID_ARGUMENT for a malformed request or schema (an unsupported keyword is named),

@@ -21,19 +21,21 @@ Status check_task_options(const TaskOptions& opts, const char* where) {
                             std::to_string(opts.max_tokens) + " given)");
   }
   if (opts.beams < 0 || opts.beams > 16) {
-    return invalid_argument(std::string("[") + where + "] beams must be in 0..16 (" + std::to_string(opts.beams) +
-                            " given; 0 = the default)");
+    return invalid_argument(std::string("[") + where + "] beams must be in 0..16 (" +
+                            std::to_string(opts.beams) + " given; 0 = the default)");
   }
   if (opts.beams > 1 && opts.sampling.temperature > 0.0f) {
-    return invalid_argument(std::string("[") + where + "] beams > 1 is a search for the most probable answer: it needs "
+    return invalid_argument(std::string("[") + where +
+                            "] beams > 1 is a search for the most probable answer: it needs "
                             "greedy decoding (temperature 0)");
   }
   return Status::ok();
 }
 
 // Generates after `prompt` from a fresh session, collecting the text.
-Status generate_text(Session& s, std::span<const int32_t> prompt, const TaskOptions& opts, TokenConstraint* constraint,
-                     std::string* text, GenerateStats* stats, std::vector<int32_t>* ids = nullptr) {
+Status generate_text(Session& s, std::span<const int32_t> prompt, const TaskOptions& opts,
+                     TokenConstraint* constraint, std::string* text, GenerateStats* stats,
+                     std::vector<int32_t>* ids = nullptr) {
   s.reset();
   GenerateOptions go;
   go.n_predict = opts.max_tokens;
@@ -59,28 +61,51 @@ struct JsonScan {
 
   void feed(char ch) {
     if (in_str) {
-      if (esc) esc = false;
-      else if (ch == '\\') esc = true;
-      else if (ch == '"') in_str = false, pos = key ? kColon : kAfter;
+      if (esc)
+        esc = false;
+      else if (ch == '\\')
+        esc = true;
+      else if (ch == '"')
+        in_str = false, pos = key ? kColon : kAfter;
       return;
     }
     if (in_scalar) {
-      if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '.' || ch == '+' ||
-          ch == '-') {
+      if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '.' ||
+          ch == '+' || ch == '-') {
         return;
       }
       in_scalar = false;
       pos = kAfter;
     }
     switch (ch) {
-      case '{': stack.push_back('{'), pos = kKey; break;
-      case '[': stack.push_back('['), pos = kValue; break;
-      case '}': case ']': if (!stack.empty()) stack.pop_back(); pos = kAfter; break;
-      case ':': pos = kValue; break;
-      case ',': pos = !stack.empty() && stack.back() == '{' ? kKey : kValue; break;
-      case '"': in_str = true, key = pos == kKey; break;
-      case ' ': case '\n': case '\t': case '\r': break;
-      default: if (pos == kValue) in_scalar = true; break;
+      case '{':
+        stack.push_back('{'), pos = kKey;
+        break;
+      case '[':
+        stack.push_back('['), pos = kValue;
+        break;
+      case '}':
+      case ']':
+        if (!stack.empty()) stack.pop_back();
+        pos = kAfter;
+        break;
+      case ':':
+        pos = kValue;
+        break;
+      case ',':
+        pos = !stack.empty() && stack.back() == '{' ? kKey : kValue;
+        break;
+      case '"':
+        in_str = true, key = pos == kKey;
+        break;
+      case ' ':
+      case '\n':
+      case '\t':
+      case '\r':
+        break;
+      default:
+        if (pos == kValue) in_scalar = true;
+        break;
     }
   }
   // A scalar value is being written or may start next: the part of the answer the search explores.
@@ -167,10 +192,12 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
     std::copy(logits, logits + n_vocab, buf.begin());
     const double raw_lse = log_sum_exp(buf.data(), n_vocab);
     const auto tc = Clock::now();
-    POCKET_RETURN_IF_ERROR(b.c->mask(buf.data(), n_vocab, opts.max_tokens - static_cast<int64_t>(b.toks.size())));
+    POCKET_RETURN_IF_ERROR(
+        b.c->mask(buf.data(), n_vocab, opts.max_tokens - static_cast<int64_t>(b.toks.size())));
     constraint_s += std::chrono::duration<double>(Clock::now() - tc).count();
     const double allowed_lse = log_sum_exp(buf.data(), n_vocab);
-    if (!std::isfinite(allowed_lse)) return Status(ErrorCode::kInternal, "[extract] the constraint allows no token");
+    if (!std::isfinite(allowed_lse))
+      return Status(ErrorCode::kInternal, "[extract] the constraint allows no token");
     double entropy = 0.0;
     order.clear();
     for (int32_t i = 0; i < n_vocab; ++i) {
@@ -180,10 +207,11 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       order.push_back(i);
     }
     k = std::min(k, order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), [&](int32_t x, int32_t y) {
-      const float lx = buf[static_cast<size_t>(x)], ly = buf[static_cast<size_t>(y)];
-      return lx > ly || (lx == ly && x < y);
-    });
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](int32_t x, int32_t y) {
+                        const float lx = buf[static_cast<size_t>(x)], ly = buf[static_cast<size_t>(y)];
+                        return lx > ly || (lx == ly && x < y);
+                      });
     for (size_t j = 0; j < k; ++j) {
       const double l = buf[static_cast<size_t>(order[j])];
       out->push_back({parent, order[j], b.score + (l - raw_lse), l - allowed_lse, entropy});
@@ -283,13 +311,15 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       }
       cands.clear();
       for (size_t i = 0; i < open.size(); ++i) POCKET_RETURN_IF_ERROR(expand(open[i], i, width, &cands));
-      std::stable_sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) { return x.score > y.score; });
+      std::stable_sort(cands.begin(), cands.end(),
+                       [](const Cand& x, const Cand& y) { return x.score > y.score; });
       if (cands.size() > width) cands.resize(width);
       std::vector<Beam> next;
       std::vector<char> inherited(open.size(), 0);
       for (const Cand& cd : cands) {
-        if (have_best && per_token(cd.score - open[cd.parent].v_score, open[cd.parent].toks.size() + 1 - open[cd.parent].v_len) <=
-                             value_rate(best)) {
+        if (have_best &&
+            per_token(cd.score - open[cd.parent].v_score,
+                      open[cd.parent].toks.size() + 1 - open[cd.parent].v_len) <= value_rate(best)) {
           break;  // sorted, and every open beam has as many tokens: none after it is ahead either
         }
         Beam& p = open[cd.parent];
@@ -301,8 +331,8 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       for (Beam& b : open) release(b);  // parents whose slot no child inherited
       open.clear();
       for (Beam& nb : next) {
-        const bool closed = !nb.scan.in_value() || nb.c->done() ||
-                            static_cast<int64_t>(nb.toks.size()) >= opts.max_tokens;
+        const bool closed =
+            !nb.scan.in_value() || nb.c->done() || static_cast<int64_t>(nb.toks.size()) >= opts.max_tokens;
         if (closed) {
           if (have_best && value_rate(nb) <= value_rate(best)) {
             release(nb);
@@ -320,8 +350,10 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       if (have_best) {  // drop open alternatives already less probable than the best closed one
         std::vector<Beam> keep;
         for (Beam& b : open) {
-          if (value_rate(b) > value_rate(best)) keep.push_back(std::move(b));
-          else release(b);
+          if (value_rate(b) > value_rate(best))
+            keep.push_back(std::move(b));
+          else
+            release(b);
         }
         open = std::move(keep);
       }
@@ -382,14 +414,15 @@ std::vector<nlohmann::ordered_json> numbers_in_text(std::string_view text) {
 }
 
 Expected<ExtractResult> task_extract(Session& s, std::string_view text, std::string_view schema_json,
-                                     const TaskOptions& opts, bool ground_strings, std::string_view instruction) {
+                                     const TaskOptions& opts, bool ground_strings,
+                                     std::string_view instruction) {
   POCKET_RETURN_IF_ERROR(check_task_options(opts, "extract"));
   const Model& model = s.model();
   POCKET_ASSIGN_OR_RETURN(std::unique_ptr<TokenConstraint> constraint,
                           make_json_constraint(model, schema_json, text, ground_strings));
-  POCKET_ASSIGN_OR_RETURN(std::vector<int32_t> prompt,
-                          render_task_prompt(model, task_user_message("extract", text, instruction), opts.system,
-                                             opts.chat));
+  POCKET_ASSIGN_OR_RETURN(
+      std::vector<int32_t> prompt,
+      render_task_prompt(model, task_user_message("extract", text, instruction), opts.system, opts.chat));
   ExtractResult r;
   bool can_stop = false;
   const bool greedy = !(opts.sampling.temperature > 0.0f);
@@ -397,7 +430,9 @@ Expected<ExtractResult> task_extract(Session& s, std::string_view text, std::str
   if (beams > 1) {
     TaskOptions bo = opts;
     bo.beams = beams;
-    const ConstraintFactory factory = [&] { return make_json_constraint(model, schema_json, text, ground_strings); };
+    const ConstraintFactory factory = [&] {
+      return make_json_constraint(model, schema_json, text, ground_strings);
+    };
     POCKET_RETURN_IF_ERROR(beam_extract(s, prompt, bo, factory, &r.text, &r.tokens, &r.stats, &r.confidence));
     can_stop = r.stats.stop == StopReason::kConstraintDone || r.confidence.n_tokens > 0;
   } else {
@@ -415,12 +450,15 @@ Expected<ExtractResult> task_extract(Session& s, std::string_view text, std::str
     return Status(ErrorCode::kInternal, "[extract] the constrained answer does not parse as JSON: " + r.text);
   }
   // The independent validator's verdict on what the grammar produced (expected empty).
-  // Against the schema as grounded in this text: grounded strings must be spans, grounded numbers its numbers.
-  nlohmann::ordered_json schema = schema_json.empty() ? nlohmann::ordered_json::object({{"type", "object"}})
-                                              : nlohmann::ordered_json::parse(schema_json, nullptr, false);
+  // Against the schema as grounded in this text: grounded strings must be spans, grounded numbers its
+  // numbers.
+  nlohmann::ordered_json schema = schema_json.empty()
+                                      ? nlohmann::ordered_json::object({{"type", "object"}})
+                                      : nlohmann::ordered_json::parse(schema_json, nullptr, false);
   if (!schema.is_discarded()) {
     auto grounded = ground_schema(schema, text, ground_strings);
-    r.validation_errors = validate_json(nlohmann::json(grounded ? *grounded : schema), nlohmann::json(r.value), text);
+    r.validation_errors =
+        validate_json(nlohmann::json(grounded ? *grounded : schema), nlohmann::json(r.value), text);
   }
   return r;
 }
