@@ -152,6 +152,7 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
     double v_score = 0.0;  // score and length where the value being searched began
     size_t v_len = 0;
     double min_p = 1.0, sum_lp = 0.0, sum_ent = 0.0;  // over the allowed distributions (answer_confidence.h)
+    bool stopped = false;  // ended by a stop token where the constraint could stop (a number at the root)
   };
   struct Cand {
     size_t parent;
@@ -185,6 +186,12 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
   double constraint_s = 0.0;
   std::vector<float> buf(static_cast<size_t>(n_vocab));
   std::vector<int32_t> order;
+  // Where the constraint can stop but need not, the session's greedy decoding may pick a stop token; so may
+  // the search (tok -1 below: the best of them, not counted in the confidence, as the tracker does).
+  std::vector<int32_t> stop_ids;
+  if (tok.eos_id() >= 0) stop_ids.push_back(tok.eos_id());
+  for (int32_t id : s.model().config().stop_tokens) stop_ids.push_back(id);
+  auto finished = [](const Beam& b) { return b.stopped || b.c->done(); };
 
   // The `k` most probable allowed next tokens of `b` (k = 1: the greedy choice, lowest id on ties).
   auto expand = [&](const Beam& b, size_t parent, size_t k, std::vector<Cand>* out) -> Status {
@@ -216,21 +223,34 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       const double l = buf[static_cast<size_t>(order[j])];
       out->push_back({parent, order[j], b.score + (l - raw_lse), l - allowed_lse, entropy});
     }
+    if (b.c->can_stop() && !stop_ids.empty()) {
+      float ls = -INFINITY;
+      for (int32_t id : stop_ids) {
+        if (id >= 0 && id < n_vocab) ls = std::max(ls, logits[id]);
+      }
+      if (std::isfinite(ls)) out->push_back({parent, -1, b.score + (ls - raw_lse), 0.0, 0.0});
+    }
     return Status::ok();
   };
   // The child of `p` with `cd`'s token: `inherit` moves p's constraint and slot into it.
   auto child = [&](Beam& p, const Cand& cd, bool inherit) -> Expected<Beam> {
     Beam nb;
     nb.toks = p.toks;
-    nb.toks.push_back(cd.tok);
     nb.score = cd.score;
     nb.scan = p.scan;
     nb.v_score = p.v_score;
     nb.v_len = p.v_len;
-    for (char ch : tok.token_bytes(cd.tok)) nb.scan.feed(ch);
-    nb.min_p = std::min(p.min_p, std::exp(cd.lp_allowed));
-    nb.sum_lp = p.sum_lp + cd.lp_allowed;
-    nb.sum_ent = p.sum_ent + cd.entropy;
+    nb.min_p = p.min_p;
+    nb.sum_lp = p.sum_lp;
+    nb.sum_ent = p.sum_ent;
+    nb.stopped = cd.tok < 0;
+    if (!nb.stopped) {
+      nb.toks.push_back(cd.tok);
+      for (char ch : tok.token_bytes(cd.tok)) nb.scan.feed(ch);
+      nb.min_p = std::min(p.min_p, std::exp(cd.lp_allowed));
+      nb.sum_lp += cd.lp_allowed;
+      nb.sum_ent += cd.entropy;
+    }
     const auto tc = Clock::now();
     if (inherit) {
       nb.c = std::move(p.c);
@@ -238,9 +258,9 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       p.slot = -1;
     } else {
       POCKET_ASSIGN_OR_RETURN(nb.c, make_constraint());
-      for (size_t i = 0; i + 1 < nb.toks.size(); ++i) POCKET_RETURN_IF_ERROR(nb.c->accept(nb.toks[i]));
+      for (int32_t id : p.toks) POCKET_RETURN_IF_ERROR(nb.c->accept(id));
     }
-    POCKET_RETURN_IF_ERROR(nb.c->accept(cd.tok));
+    if (!nb.stopped) POCKET_RETURN_IF_ERROR(nb.c->accept(cd.tok));
     constraint_s += std::chrono::duration<double>(Clock::now() - tc).count();
     return nb;
   };
@@ -282,9 +302,11 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
   // Values of different lengths compare by log-probability per token (the terminator included): the total
   // favours the shortest span ("沈" over "沈曦", "," over an order number), which is the wrong answer.
   auto per_token = [](double logp, size_t n) { return logp / static_cast<double>(std::max<size_t>(n, 1)); };
-  auto value_rate = [&](const Beam& b) { return per_token(b.score - b.v_score, b.toks.size() - b.v_len); };
+  auto value_rate = [&](const Beam& b) {
+    return per_token(b.score - b.v_score, b.toks.size() + (b.stopped ? 1 : 0) - b.v_len);
+  };
   std::vector<Cand> cands;
-  while (!cur.c->done() && static_cast<int64_t>(cur.toks.size()) < opts.max_tokens) {
+  while (!finished(cur) && static_cast<int64_t>(cur.toks.size()) < opts.max_tokens) {
     if (opts.cancel != nullptr && opts.cancel->load(std::memory_order_relaxed)) {
       s.reset();
       return Status(ErrorCode::kCancelled, "[extract] cancelled");
@@ -292,9 +314,10 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
     if (!cur.scan.in_value()) {  // structure: the greedy token
       cands.clear();
       POCKET_RETURN_IF_ERROR(expand(cur, 0, 1, &cands));
-      POCKET_ASSIGN_OR_RETURN(Beam nb, child(cur, cands[0], true));
+      const Cand& pick = cands.size() > 1 && cands[1].score > cands[0].score ? cands[1] : cands[0];
+      POCKET_ASSIGN_OR_RETURN(Beam nb, child(cur, pick, true));
       cur = std::move(nb);
-      if (!cur.c->done()) POCKET_RETURN_IF_ERROR(place(cur));
+      if (!finished(cur)) POCKET_RETURN_IF_ERROR(place(cur));
       continue;
     }
     // A value: search until the best closed alternative beats every open one.
@@ -332,14 +355,14 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
       open.clear();
       for (Beam& nb : next) {
         const bool closed =
-            !nb.scan.in_value() || nb.c->done() || static_cast<int64_t>(nb.toks.size()) >= opts.max_tokens;
+            !nb.scan.in_value() || finished(nb) || static_cast<int64_t>(nb.toks.size()) >= opts.max_tokens;
         if (closed) {
           if (have_best && value_rate(nb) <= value_rate(best)) {
             release(nb);
             continue;
           }
           if (have_best) release(best);
-          if (!nb.c->done()) POCKET_RETURN_IF_ERROR(place(nb));
+          if (!finished(nb)) POCKET_RETURN_IF_ERROR(place(nb));
           best = std::move(nb);
           have_best = true;
         } else {
@@ -368,7 +391,9 @@ Status beam_extract(Session& s, std::span<const int32_t> prompt, const TaskOptio
   *ids = cur.toks;
   stats->n_generated = static_cast<int64_t>(cur.toks.size());
   stats->n_constrained = stats->n_generated;
-  stats->stop = cur.c->done() ? StopReason::kConstraintDone : StopReason::kLength;
+  stats->stop = cur.c->done() ? StopReason::kConstraintDone
+                : cur.stopped ? StopReason::kStopToken
+                              : StopReason::kLength;
   if (!cur.c->can_stop()) return Status::ok();  // the caller reports the incomplete answer
   conf->n_tokens = stats->n_generated;
   if (conf->n_tokens > 0) {

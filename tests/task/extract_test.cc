@@ -175,6 +175,23 @@ TEST(TaskExtract, BeamSearchFindsTheMoreProbableAnswerOnTheDemoText) {
   EXPECT_EQ(b->value.value("price", 0), 329) << b->text;
 }
 
+// A number at the root can always take another digit: the answer ends where greedy decoding would, with a
+// stop token, not at max_tokens; with any beam count the value is a number the text writes.
+TEST(TaskExtract, BeamSearchStopsARootNumber) {
+  auto s = nano_session();
+  const std::string text = "藏青色开衫，品牌暖阳，尺码：M，￥199，面料涤纶。";
+  const std::string schema = R"({"type":"integer","x-pocket-copy":true})";
+  for (int32_t beams : {1, 2, 4}) {
+    TaskOptions o;
+    o.beams = beams;
+    o.max_tokens = 24;
+    auto r = task_extract(*s, text, schema, o);
+    ASSERT_TRUE(r) << beams << ": " << r.status().to_string();
+    EXPECT_EQ(r->value, 199) << beams << ": " << r->text;
+    EXPECT_LT(r->stats.n_generated, 24) << beams;
+  }
+}
+
 TEST(TaskExtract, BeamOptionsAreChecked) {
   auto s = nano_session();
   const std::string schema = product_schema();
