@@ -43,6 +43,17 @@ out=$("$pocket" task extract -m "$model" -p "x" -j '{"type":' 2>&1); rc=$?
 out=$("$pocket" task rewrite -m "$model" 2>&1); rc=$?
 [ $rc -ne 0 ] || { echo "FAILED: a task without text exited 0"; fail=1; }
 
+# --beams: extraction only, 1..16, greedy only.
+out=$("$pocket" task extract -m "$model" --schema "$schema" -p "红色T恤，￥59" --beams 1 --compact 2>/dev/null)
+check "extract --beams 1" "$out" '"valid":true'
+for bad in "classify --labels a,b --beams 2" "extract --schema $schema --beams 17" \
+           "extract --schema $schema --beams 2 --temp 0.7"; do
+  # shellcheck disable=SC2086
+  out=$("$pocket" task $bad -m "$model" -p "x" 2>&1); rc=$?
+  [ $rc -ne 0 ] || { echo "FAILED: task $bad exited 0"; fail=1; }
+  check "task $bad names beams" "$out" 'beams'
+done
+
 # pocket run with a grammar and a schema (llama.cpp's flag names).
 out=$("$pocket" run -m "$model" --chat -p "Is the sky blue?" --grammar 'root ::= "yes" | "no"' -n 8 --temp 0 2>/dev/null | tail -n 1)
 check "run --grammar" "$out" '^(yes|no)$'

@@ -345,6 +345,14 @@ TEST(TasksCli, MakeTasksThenScoreGivenPredictionsAndATinyModel) {
   EXPECT_EQ(r["n"], 29);
   EXPECT_LT(r["exact"].get<double>(), 1.0);
   EXPECT_NEAR(r["exact"].get<double>(), 28.0 / 29.0, 1e-9);
+  // --beams: 1..16, and only with --task-layer (the predictions above have no search to configure).
+  for (const char* bad : {"0 --task-layer", "17 --task-layer", "x --task-layer", "2"}) {
+    EXPECT_EQ(testing::run_command(bin + " score-tasks --pred " + tmp.file("pred.jsonl") + " --data " + dir +
+                                       "/test.jsonl --beams " + bad + " 2>&1", &out),
+              1)
+        << bad << "\n" << out;
+    EXPECT_NE(out.find("beams"), std::string::npos) << out;
+  }
 
   // A random-weight model answers nonsense, but the whole path (template, generation, scoring) runs.
   HParams h;

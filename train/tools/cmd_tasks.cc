@@ -179,7 +179,7 @@ int cmd_score_tasks(int argc, char** argv) {
   if (!limit || !max_tokens || !threads || *limit < 0 || *max_tokens < 1 || *threads < 0) {
     return report("score-tasks", invalid_argument("bad --limit/--max-tokens/--threads"));
   }
-  if (!beams || *beams < 0 || *beams > 16 || (*beams != 0 && !a.has("task-layer"))) {
+  if (!beams || (a.has("beams") && (*beams < 1 || *beams > 16 || !a.has("task-layer")))) {
     return report("score-tasks", invalid_argument("--beams must be in 1..16, with --task-layer"));
   }
   const std::string data_path = a.str("data");
