@@ -22,21 +22,6 @@ double bits_per_weight(DType t) {
   return info ? 8.0 * info->block_bytes / info->block_elems : 0.0;
 }
 
-Status tensor_to_f32(const TensorInfo& t, std::vector<float>* out) {
-  const int64_t rows = static_cast<int64_t>(t.rows()), cols = static_cast<int64_t>(t.cols());
-  out->resize(static_cast<size_t>(rows * cols));
-  if (quant::is_quantised(t.dtype)) {
-    for (int64_t r = 0; r < rows; ++r) {
-      POCKET_RETURN_IF_ERROR(quant::dequantize_row(t.dtype, std::span<const uint8_t>(t.data, t.size), rows, cols, r,
-                                                   out->data() + r * cols));
-    }
-    return Status::ok();
-  }
-  const uint64_t rb = *row_bytes(t.dtype, static_cast<uint64_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) ref::row_to_f32(out->data() + r * cols, t.data + r * rb, t.dtype, cols);
-  return Status::ok();
-}
-
 }  // namespace
 
 DType storage_dtype(DType dst, const std::string& name, uint64_t rows, bool interleave) {

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "format/package.h"
+#include "kernels/ref/ops_ref.h"
 #include "quant/quantize.h"
 
 namespace pocket {
@@ -31,6 +33,21 @@ Status convert_f32(std::span<const float> src, DType t, uint64_t rows, uint64_t 
       }
       return unsupported("[convert] dtype " + std::string(dtype_name(t)) + " is not available for conversion");
   }
+}
+
+Status tensor_to_f32(const TensorInfo& t, std::vector<float>* out) {
+  const int64_t rows = static_cast<int64_t>(t.rows()), cols = static_cast<int64_t>(t.cols());
+  out->resize(static_cast<size_t>(rows * cols));
+  if (quant::is_quantised(t.dtype)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      POCKET_RETURN_IF_ERROR(quant::dequantize_row(t.dtype, std::span<const uint8_t>(t.data, t.size), rows, cols, r,
+                                                   out->data() + r * cols));
+    }
+    return Status::ok();
+  }
+  const uint64_t rb = *row_bytes(t.dtype, static_cast<uint64_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) ref::row_to_f32(out->data() + r * cols, t.data + r * rb, t.dtype, cols);
+  return Status::ok();
 }
 
 }  // namespace pocket

@@ -8,7 +8,10 @@
 #include "convert/quantize_model.h"
 #include "convert/synth.h"
 #include "model/model.h"
+#include "convert/widen.h"
+#include "speculative/block_drafter.h"
 #include "speculative/block_drafter_synth.h"
+#include "speculative/block_drafter_widen.h"
 
 namespace pocket::cli {
 
@@ -22,7 +25,36 @@ struct SynthArgs {
   std::string drafter_for, taps;  // --drafter-for: the target and its tapped layers ("1,3")
   int64_t drafter_layers = 1;
   int32_t block_size = 8;
+  std::string widen, widen_drafter, drafter_out;  // --widen SMALL [--widen-drafter D --drafter-output OUT]
 };
+
+Status synth_widened(const SynthArgs& a, const HParams& shape, DType dt) {
+  auto small = Model::load(a.widen);
+  if (!small) return small.status();
+  WidenOptions o;
+  o.dtype = dt;
+  o.seed = a.seed;
+  POCKET_RETURN_IF_ERROR(write_widened_model(**small, shape, o, a.out));
+  auto wide = Model::load(a.out);
+  if (!wide) return wide.status();
+  const HParams& h = (*wide)->hparams();
+  std::fprintf(stderr,
+               "pocket synth: wrote %s (%s widened to %s's shape: %.1fM parameters, %s weights; same logits over its "
+               "%lld-token vocabulary; its layers at",
+               a.out.c_str(), a.widen.c_str(), a.arch.c_str(), static_cast<double>(h.n_params()) / 1e6,
+               a.type.c_str(), static_cast<long long>((*small)->hparams().n_vocab));
+  auto w = Widening::create((*small)->hparams(), shape);
+  if (!w) return w.status();
+  for (int32_t l : w->layer_map()) std::fprintf(stderr, " %d", l);
+  std::fprintf(stderr, ")\n");
+  if (a.widen_drafter.empty()) return Status::ok();
+  auto dm = BlockDrafterModel::load(a.widen_drafter);
+  if (!dm) return dm.status();
+  POCKET_RETURN_IF_ERROR(write_widened_block_drafter(**small, **dm, **wide, o, a.drafter_out));
+  std::fprintf(stderr, "pocket synth: wrote %s (the block drafter %s widened for %s)\n", a.drafter_out.c_str(),
+               a.widen_drafter.c_str(), a.out.c_str());
+  return Status::ok();
+}
 
 Status synth_drafter(const SynthArgs& a, DType dt) {
   BlockDrafterSynthOptions o;
@@ -71,6 +103,12 @@ void register_synth(CLI::App& app) {
   c->add_option("--taps", a->taps,
                 "--drafter-for: target layers whose outputs the drafter reads, e.g. 1,3 (default: first, middle, last)");
   c->add_option("--block-size", a->block_size, "--drafter-for: tokens proposed per drafter pass, 1..16 (default 8)");
+  c->add_option("--widen", a->widen,
+                "With --arch: instead of random weights, this trained model widened to the architecture's shape "
+                "(the same logits over its vocabulary; docs/speculative.md, \"Widened target\")");
+  c->add_option("--widen-drafter", a->widen_drafter,
+                "With --widen: also widen this block drafter (made for the --widen model) for the widened target");
+  c->add_option("--drafter-output", a->drafter_out, "With --widen-drafter: where to write the widened drafter");
   c->callback([a] {
     auto dt = parse_quant_type(a->type);
     if (!dt) throw CLI::RuntimeError(report("synth", invalid_argument("[synth] unknown --type '" + a->type + "'")));
@@ -84,6 +122,18 @@ void register_synth(CLI::App& app) {
     }
     auto h = architecture_preset(a->arch);
     if (!h) throw CLI::RuntimeError(report("synth", h.status()));
+    if (!a->widen_drafter.empty() && (a->widen.empty() || a->drafter_out.empty())) {
+      throw CLI::RuntimeError(report(
+          "synth", invalid_argument("[synth] --widen-drafter needs --widen SMALL.pocket and --drafter-output OUT.pocket")));
+    }
+    if (!a->widen.empty()) {
+      if (!a->tokenizer.empty() || a->ctx != 0) {
+        throw CLI::RuntimeError(report(
+            "synth", invalid_argument("[synth] --widen keeps the model's tokenizer and config: drop --tokenizer/-c")));
+      }
+      if (Status st = synth_widened(*a, *h, *dt); !st.is_ok()) throw CLI::RuntimeError(report("synth", st));
+      return;
+    }
     SynthOptions o;
     o.dtype = *dt;
     o.seed = a->seed;
