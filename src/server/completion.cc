@@ -142,9 +142,6 @@ Status run_completion(Session& s, PreparedCompletion& p, std::atomic<bool>& canc
 Status run_completion(SpeculativeSession& s, PreparedCompletion& p, std::atomic<bool>& cancel,
                       const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
                       CompletionResult* out) {
-  if (p.constraint != nullptr) {
-    return Status(ErrorCode::kInternal, "[server] a constrained completion reached a speculative session");
-  }
   const GenerateFn gen = [&s](std::span<const int32_t> ids, const GenerateOptions& o, const TokenCallback& cb,
                               const std::atomic<bool>* c, GenerateStats* st) {
     return s.generate_tokens(ids, o, cb, c, st);

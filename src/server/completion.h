@@ -49,7 +49,7 @@ struct CompletionResult {
 Status run_completion(Session& s, PreparedCompletion& p, std::atomic<bool>& cancel,
                       const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
                       CompletionResult* out);
-// The same on a speculative session (`p` must carry no constraint: those run on a plain Session).
+// The same on a speculative session (a constraint masks each verified row; docs/speculative.md).
 Status run_completion(SpeculativeSession& s, PreparedCompletion& p, std::atomic<bool>& cancel,
                       const std::function<bool(std::string_view)>& emit, const std::function<bool()>& client_alive,
                       CompletionResult* out);

@@ -90,11 +90,11 @@ struct StreamState {
   double queue_ms = 0;
 };
 
-// A completion on the lease's speculative session when the server speculates and the request is
-// unconstrained (constrained decoding runs without speculation), else on its plain session.
+// A completion on the lease's speculative session when the server speculates (constrained ones too: the
+// grammar masks each verified row), else on its plain session.
 Status generate(const SessionPool::Lease& lease, PreparedCompletion& p, const std::function<bool(std::string_view)>& emit,
                 const std::function<bool()>& client_alive, CompletionResult* out) {
-  if (lease.spec_session() != nullptr && p.constraint == nullptr) {
+  if (lease.spec_session() != nullptr) {
     return run_completion(*lease.spec_session(), p, lease.cancel(), emit, client_alive, out);
   }
   return run_completion(lease.session(), p, lease.cancel(), emit, client_alive, out);

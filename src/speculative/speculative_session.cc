@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "sampling/token_constraint.h"
 #include "speculative/block_drafter.h"
 #include "speculative/draft_model_drafter.h"
 
@@ -219,10 +220,6 @@ Status SpeculativeSession::generate(std::string_view prompt, const GenerateOptio
 Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, const GenerateOptions& opts,
                                            const TokenCallback& on_token, const std::atomic<bool>* cancel,
                                            GenerateStats* stats) {
-  if (opts.constraint != nullptr) {
-    return Status(ErrorCode::kUnsupported,
-                  "[speculative] constrained generation (grammar / JSON schema) runs without speculation: use a plain session");
-  }
   GenerateStats local;
   GenerateStats& st = stats != nullptr ? *stats : local;
   st = GenerateStats{};
@@ -281,12 +278,42 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
   const auto t1 = Clock::now();
   stream_.reset();
   int32_t prev = history_.empty() ? -1 : history_.back();
-  enum class Step { kContinue, kStop };
+  // A constraint (grammar, JSON schema) masks each row before its draw and advances only through emitted
+  // tokens, exactly as in the plain Session: row i of a verify pass is masked in the state after the tokens
+  // accepted before it, so nothing about it rolls back. A draft the grammar forbids is simply rejected.
+  TokenConstraint* con = opts.constraint;
+  const int32_t n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
+  std::vector<float> stop_logits(stop_ids_.size());
+  Status con_error = Status::ok();
+  // Draws from `logits` (masked first under a constraint); `n_before` = the tokens before the drawn one, as
+  // the plain session's cache length when it draws the same token.
+  auto draw = [&](float* logits, int64_t n_before) -> Expected<int32_t> {
+    if (con != nullptr) {
+      const auto tc = Clock::now();
+      int64_t n_left = n_ctx - n_before + 1;
+      if (opts.n_predict > 0) n_left = std::min<int64_t>(n_left, opts.n_predict - st.n_generated);
+      for (size_t j = 0; j < stop_ids_.size(); ++j) stop_logits[j] = logits[stop_ids_[j]];
+      POCKET_RETURN_IF_ERROR(con->mask(logits, n_vocab, n_left));
+      if (opts.stop_at_eos && con->can_stop()) {
+        for (size_t j = 0; j < stop_ids_.size(); ++j) logits[stop_ids_[j]] = stop_logits[j];
+      }
+      st.constraint_seconds += seconds_since(tc);
+    }
+    return sampler.sample(logits);
+  };
+  enum class Step { kContinue, kStop, kError };
   // Emits `id` (or recognises a stop token); says whether generation goes on and records why not.
   auto deliver = [&](int32_t id) -> Step {
     if (opts.stop_at_eos && is_stop_token(id)) {
       st.stop = StopReason::kStopToken;
       return Step::kStop;
+    }
+    if (con != nullptr) {
+      const auto tc = Clock::now();
+      con_error = con->accept(id);
+      st.constraint_seconds += seconds_since(tc);
+      ++st.n_constrained;
+      if (!con_error.is_ok()) return Step::kError;
     }
     ++st.n_generated;
     sampler.accept(id);
@@ -294,6 +321,10 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
     prev = id;
     if (!keep_going) {
       st.stop = StopReason::kCallback;
+      return Step::kStop;
+    }
+    if (con != nullptr && con->done()) {
+      st.stop = StopReason::kConstraintDone;
       return Step::kStop;
     }
     if (opts.n_predict > 0 && st.n_generated >= opts.n_predict) {
@@ -307,13 +338,15 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
     return s;
   };
 
-  Expected<int32_t> first = sampler.sample(transformer_->logits(0));
+  Expected<int32_t> first = draw(transformer_->mutable_logits(0), n_past());
   if (!first) return finish(first.status());
   int32_t next = *first;
   int32_t* const draft = batch_.data() + 1;
   fallback_.restart();
   for (;;) {
-    if (deliver(next) == Step::kStop) {
+    const Step step = deliver(next);
+    if (step == Step::kError) return finish(con_error);  // not emitted (the plain Session's order)
+    if (step == Step::kStop) {
       if (st.stop != StopReason::kStopToken) pending_ = next;  // emitted, evaluated by the next call
       break;
     }
@@ -363,16 +396,19 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
     const int64_t base = n_past() - nd;  // cache length holding history_ (with `next`), without the draft
     int32_t i = 0;
     bool done = false;
+    auto fail_in_round = [&](Status s) {  // keep what was accepted before row i, drop the rest
+      transformer_->truncate(base + i);
+      history_.insert(history_.end(), draft, draft + i);
+      if (hidden_rows_wanted()) (void)report_hidden(base - 1, i + 1);  // keep the drafter in step
+      return finish(std::move(s));
+    };
     for (;; ++i) {
-      Expected<int32_t> y = sampler.sample(transformer_->logits(i));
-      if (!y) {
-        transformer_->truncate(base + i);
-        history_.insert(history_.end(), draft, draft + i);
-        if (hidden_rows_wanted()) (void)report_hidden(base - 1, i + 1);  // keep the drafter in step
-        return finish(y.status());
-      }
+      Expected<int32_t> y = draw(transformer_->mutable_logits(i), base + i);
+      if (!y) return fail_in_round(y.status());
       if (i < nd && *y == draft[i]) {
-        if (deliver(*y) == Step::kContinue) continue;
+        const Step step = deliver(*y);
+        if (step == Step::kContinue) continue;
+        if (step == Step::kError) return fail_in_round(con_error);
         // Generation ends on an accepted draft token: keep what precedes it evaluated.
         if (st.stop != StopReason::kStopToken) pending_ = *y;
         done = true;

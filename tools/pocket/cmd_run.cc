@@ -121,7 +121,6 @@ int run(const RunArgs& a) {
   }
   const bool want_schema = !a.json_schema.empty() || !a.json_schema_file.empty();
   if (want_schema || !grammar.empty()) {
-    if (specs) return report("run", unsupported("[run] --grammar/--json-schema run without speculation (--spec none)"));
     auto c = want_schema ? make_json_constraint(**model, schema, shown) : make_grammar_constraint(**model, grammar, shown);
     if (!c) return report("run", c.status());
     constraint = std::move(*c);
