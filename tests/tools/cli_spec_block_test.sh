@@ -94,5 +94,29 @@ expect "wrong target" "$pocket" run -m "$tmp/tiny.pocket" -p hi --spec block -md
 expect "wrong target" "$pocket" plan -m "$tmp/tiny.pocket" --spec block -md "$tmp/d.pocket"
 expect "--taps wants target layer numbers" "$pocket" synth --drafter-for "$model" -o "$tmp/x.pocket" --taps 1,x
 expect "give --arch NAME (a model) or --drafter-for" "$pocket" synth -o "$tmp/x.pocket"
-[ $fail -eq 0 ] && echo "cli_spec_block: run/bench/plan with a random block drafter lossless, budget fallback, refusals"
+
+# synth --widen: the shipped model and its trained drafter in pocket-0.3b's shape (docs/speculative.md,
+# "Widened target"); the widened pair decodes losslessly and drafts.
+drafter=$2/models/pocket-nano-drafter.pocket
+if [ -f "$drafter" ]; then
+  "$pocket" synth --arch pocket-0.3b --widen "$model" --type q4_g32 -o "$tmp/wide.pocket" --widen-drafter "$drafter" \
+    --drafter-output "$tmp/wide-d.pocket" 2> "$tmp/widen.txt" || { echo "FAILED: synth --widen: $(cat "$tmp/widen.txt")"; fail=1; }
+  grep -q "widened to pocket-0.3b's shape: 292.6M parameters.*its layers at 4 9 14 19" "$tmp/widen.txt" ||
+    { echo "FAILED: synth --widen message: $(cat "$tmp/widen.txt")"; fail=1; }
+  prompt2="Extract JSON: linen duvet cover, brand Solace, colour burgundy"
+  "$pocket" run -m "$tmp/wide.pocket" --chat --temp 0 -n 24 -t 2 -p "$prompt2" > "$tmp/wplain.txt" 2>/dev/null ||
+    { echo "FAILED: widened plain run"; fail=1; }
+  "$pocket" run -m "$tmp/wide.pocket" --chat --temp 0 -n 24 -t 2 -p "$prompt2" --spec block -md "$tmp/wide-d.pocket" \
+    --no-spec-fallback > "$tmp/wblock.txt" 2> "$tmp/wblock_err.txt" || { echo "FAILED: widened block run: $(cat "$tmp/wblock_err.txt")"; fail=1; }
+  cmp -s "$tmp/wplain.txt" "$tmp/wblock.txt" || { echo "FAILED: widened --spec block differs from plain"; diff "$tmp/wplain.txt" "$tmp/wblock.txt"; fail=1; }
+  grep -Eq ", [2-9]\.[0-9]+ tokens per pass" "$tmp/wblock_err.txt" ||
+    { echo "FAILED: the widened drafter should draft: $(cat "$tmp/wblock_err.txt")"; fail=1; }
+fi
+expect "--widen-drafter needs --widen SMALL.pocket and --drafter-output" "$pocket" synth --arch pocket-0.3b -o "$tmp/x.pocket" \
+  --widen "$model" --widen-drafter "$tmp/d.pocket"
+expect "smaller than the model's" "$pocket" synth --arch tiny --widen "$model" -o "$tmp/x.pocket"
+expect "--widen keeps the model's tokenizer and config" "$pocket" synth --arch pocket-0.3b --widen "$model" -c 64 -o "$tmp/x.pocket"
+expect "cannot" "$pocket" synth --arch pocket-0.3b --widen "$tmp/absent.pocket" -o "$tmp/x.pocket"
+[ -e "$tmp/x.pocket" ] && { echo "FAILED: a refused synth --widen left $tmp/x.pocket"; fail=1; }
+[ $fail -eq 0 ] && echo "cli_spec_block: run/bench/plan with a random block drafter lossless, budget fallback, refusals; synth --widen"
 exit $fail
