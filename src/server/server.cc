@@ -256,7 +256,16 @@ void Server::Impl::task(const httplib::Request& hreq, httplib::Response& res) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
-  auto out = run_task(lease.session(), request, &cancel);
+  // With --spec, free generation (rewrite, token-by-token extraction) runs on the speculative session.
+  TaskGenerateFn gen;
+  if (SpeculativeSession* sp = lease.spec_session(); sp != nullptr) {
+    gen = [sp](std::span<const int32_t> prompt, const GenerateOptions& go, const TokenCallback& cb,
+               const std::atomic<bool>* c, GenerateStats* st) {
+      sp->reset();
+      return sp->generate_tokens(prompt, go, cb, c, st);
+    };
+  }
+  auto out = run_task(lease.session(), request, &cancel, gen);
   finished.store(true);
   watcher.join();
   lease.release();

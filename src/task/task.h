@@ -6,12 +6,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "generate/session.h"
@@ -20,17 +21,28 @@
 
 namespace pocket {
 
+// A fresh generation after `prompt` on another session over the same model — in practice a speculative
+// session's reset() then generate_tokens() (`pocket task --spec`, the server with --spec): the task layer
+// never sees the speculative session's type, so this layer need not link it.
+using TaskGenerateFn = std::function<Status(std::span<const int32_t> prompt, const GenerateOptions& opts,
+                                            const TokenCallback& on_token, const std::atomic<bool>* cancel,
+                                            GenerateStats* stats)>;
+
 struct TaskOptions {
-  int32_t max_tokens = 256;             // generated tokens at most (extract, rewrite)
+  int32_t max_tokens = 256;  // generated tokens at most (extract, rewrite)
   SamplingParams sampling = SamplingParams::greedy();
-  bool chat = true;                     // wrap the instruction in the package's chat template
-  std::string system;                   // optional system turn
+  bool chat = true;    // wrap the instruction in the package's chat template
+  std::string system;  // optional system turn
   const std::atomic<bool>* cancel = nullptr;
   // extract: values by beam search (docs/tasks.md, "Beam search"): 1 = token-by-token greedy; N > 1 keeps N
   // alternatives of every value (greedy decoding only); 0 = the default, 2 under greedy decoding and 1 with a
   // temperature. A search costs up to N more KV caches (the answer's length, not the context) for the call
   // and about N times the decoding work inside values.
   int32_t beams = 0;
+  // When set, free generation runs through it instead of the Session: rewriting, and extraction decoded
+  // token by token (beams 1; the constraint masks every row, so the answer is the Session's under greedy
+  // decoding). Label scoring (classify, route) and the value search (beams > 1) use the Session.
+  TaskGenerateFn generate;
 };
 
 // The instruction line each task puts before the text when the caller gives none (docs/tasks.md: the
@@ -45,16 +57,18 @@ std::string default_instruction(std::string_view task, std::string_view text);
 // "x-pocket-copy" (or all of them with `ground_strings`) may take only a number written in `source_text`
 // (the schema is specialised to the request: an enum of those numbers). Compiled grammars are cached
 // (keyed by the vocabulary and the schema text), so a repeated schema costs only its masks.
-Expected<std::unique_ptr<TokenConstraint>> make_json_constraint(const Model& model, std::string_view schema_json,
+Expected<std::unique_ptr<TokenConstraint>> make_json_constraint(const Model& model,
+                                                                std::string_view schema_json,
                                                                 std::string_view source_text,
                                                                 bool ground_strings = false);
 // The same from a grammar in the GBNF-like text form (docs/tasks.md, "Grammars").
-Expected<std::unique_ptr<TokenConstraint>> make_grammar_constraint(const Model& model, std::string_view grammar_text,
+Expected<std::unique_ptr<TokenConstraint>> make_grammar_constraint(const Model& model,
+                                                                   std::string_view grammar_text,
                                                                    std::string_view source_text = {});
 
 struct ExtractResult {
-  nlohmann::ordered_json value;       // valid against the schema
-  std::string text;           // the generated text
+  nlohmann::ordered_json value;  // valid against the schema
+  std::string text;              // the generated text
   GenerateStats stats;
   std::vector<std::string> validation_errors;  // the independent validator's verdict (empty: valid)
   AnswerConfidence confidence;  // the model's certainty over the answer's tokens (answer_confidence.h)
@@ -72,26 +86,26 @@ std::vector<nlohmann::ordered_json> numbers_in_text(std::string_view text);
 
 struct LabelScore {
   std::string label;
-  double probability = 0.0;   // normalised over the label set
-  double logprob = 0.0;       // the model's log-probability of the label's tokens and the end of the answer
+  double probability = 0.0;  // normalised over the label set
+  double logprob = 0.0;      // the model's log-probability of the label's tokens and the end of the answer
   int32_t n_tokens = 0;
 };
 struct ClassifyResult {
   std::vector<LabelScore> labels;  // in the order given
   std::string top;
-  double confidence = 0.0;         // the top label's probability (after temperature calibration)
-  double margin = 0.0;             // top minus second probability
-  double entropy = 0.0;            // of the normalised distribution, nats
+  double confidence = 0.0;  // the top label's probability (after temperature calibration)
+  double margin = 0.0;      // top minus second probability
+  double entropy = 0.0;     // of the normalised distribution, nats
 };
 // Scores every label as the answer: the prompt is evaluated once and each label's continuation (its
 // tokens and the end-of-turn token) in one batched pass from that shared prefix. `calibration_t` divides
 // the label log-probabilities before normalising (temperature scaling fitted on held-out data; 1 = none).
-Expected<ClassifyResult> task_classify(Session& s, std::string_view text, const std::vector<std::string>& labels,
-                                       const TaskOptions& opts = {}, std::string_view instruction = {},
-                                       double calibration_t = 1.0);
+Expected<ClassifyResult> task_classify(Session& s, std::string_view text,
+                                       const std::vector<std::string>& labels, const TaskOptions& opts = {},
+                                       std::string_view instruction = {}, double calibration_t = 1.0);
 
 struct RouteResult {
-  std::string route;        // "local" or "cloud"
+  std::string route;  // "local" or "cloud"
   double p_local = 0.0;
   double confidence = 0.0;  // of the decision, in [0, 1]
   ClassifyResult scores;
@@ -129,7 +143,10 @@ Expected<RedactResult> task_redact(Session* s, std::string_view text, const Task
 //   {"task":"redact","text":"…"[,"model":true]}                  → {"text":"…","spans":[…]}
 // Optional in every request: "instruction", "max_tokens", "temperature", "seed", "system", "chat"; an unknown
 // key is an error naming it. `cancel` (may be null) stops a running task with kCancelled.
-Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_json& request, const std::atomic<bool>* cancel = nullptr);
+// `generate` (may be empty): TaskOptions::generate for the request.
+Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_json& request,
+                                          const std::atomic<bool>* cancel = nullptr,
+                                          const TaskGenerateFn& generate = {});
 
 // The JSON of a redaction of `text` (as run_task returns it): {"task":"redact","text":…,"spans":[…]}.
 nlohmann::ordered_json redact_result_json(std::string_view text, const RedactResult& r);

@@ -36,7 +36,6 @@ Status check_task_options(const TaskOptions& opts, const char* where) {
 Status generate_text(Session& s, std::span<const int32_t> prompt, const TaskOptions& opts,
                      TokenConstraint* constraint, std::string* text, GenerateStats* stats,
                      std::vector<int32_t>* ids = nullptr) {
-  s.reset();
   GenerateOptions go;
   go.n_predict = opts.max_tokens;
   go.sampling = opts.sampling;
@@ -48,6 +47,8 @@ Status generate_text(Session& s, std::span<const int32_t> prompt, const TaskOpti
     if (ids != nullptr && id >= 0) ids->push_back(id);
     return true;
   };
+  if (opts.generate) return opts.generate(prompt, go, collect, opts.cancel, stats);
+  s.reset();
   return s.generate_tokens(prompt, go, collect, opts.cancel, stats);
 }
 

@@ -61,7 +61,8 @@ nlohmann::ordered_json redact_result_json(std::string_view text, const RedactRes
   return {{"task", "redact"}, {"text", r.text}, {"spans", spans}};
 }
 
-Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_json& req, const std::atomic<bool>* cancel) {
+Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_json& req, const std::atomic<bool>* cancel,
+                                          const TaskGenerateFn& generate) {
   if (!req.is_object()) return invalid_argument("[task] the request must be a JSON object");
   std::string task, text, instruction;
   POCKET_RETURN_IF_ERROR(get(req, "task", &task, "a string"));
@@ -71,6 +72,7 @@ Expected<nlohmann::ordered_json> run_task(Session& s, const nlohmann::ordered_js
   if (!req.contains("text")) return invalid_argument("[task] 'text' is required");
   TaskOptions o;
   o.cancel = cancel;
+  o.generate = generate;
   int64_t max_tokens = o.max_tokens;
   double temperature = 0.0;
   uint64_t seed = 0;

@@ -233,7 +233,9 @@ TEST(Server, SpecBlockEqualsPlain) {
   spec_opts.spec.draft_model_path = drafter;
   spec_opts.spec.fallback.enabled = false;  // always speculate: the drafts are verified on every pass
 
-  std::string want, want_streamed, want_constrained;
+  std::string want, want_streamed, want_constrained, want_task;
+  // A rewrite through /v1/pocket/task: free generation, so on the speculative session when the server has one.
+  static constexpr const char* kTaskRewrite = R"({"task":"rewrite","text":"the cat sat on the mat","max_tokens":24})";
   {
     Running plain(model, ServerOptions{});
     auto c = plain.client();
@@ -248,6 +250,10 @@ TEST(Server, SpecBlockEqualsPlain) {
     ASSERT_TRUE(cr);
     ASSERT_EQ(cr->status, 200) << cr->body;
     want_constrained = parse(cr->body)["choices"][0]["message"]["content"];
+    auto tr = c.Post("/v1/pocket/task", kTaskRewrite, "application/json");
+    ASSERT_TRUE(tr);
+    ASSERT_EQ(tr->status, 200) << tr->body;
+    want_task = parse(tr->body)["text"];
   }
   Running srv(model, spec_opts);
   EXPECT_EQ(srv.server().spec_off_reason(), "");
@@ -285,6 +291,10 @@ TEST(Server, SpecBlockEqualsPlain) {
   EXPECT_TRUE(parse(parse(cr->body)["choices"][0]["message"]["content"].get<std::string>()).is_object()) << cr->body;
   EXPECT_EQ(parse(cr->body)["choices"][0]["message"]["content"], want_constrained);
   EXPECT_TRUE(parse(cr->body)["timings"].contains("draft_n")) << cr->body;
+  auto tr = c.Post("/v1/pocket/task", kTaskRewrite, "application/json");
+  ASSERT_TRUE(tr);
+  ASSERT_EQ(tr->status, 200) << tr->body;
+  EXPECT_EQ(parse(tr->body)["text"], want_task);
   srv.stop();
 
   // A drafter for another model: refused at creation, naming the mismatch.

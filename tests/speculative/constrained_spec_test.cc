@@ -166,5 +166,58 @@ TEST_F(ConstrainedSpec, SampledSameSeedSameTokens) {
   }
 }
 
+// The task layer with TaskOptions::generate on a speculative session (pocket task --spec, the server with
+// --spec): rewriting and token-by-token extraction give the plain task layer's results, and the drafter is
+// used (target passes counted); classification still scores labels on the plain session.
+TEST_F(ConstrainedSpec, TaskLayerThroughTheSpeculativeSession) {
+  auto sp = spec(SpecMethod::kBlock);
+  ASSERT_TRUE(sp);
+  int64_t passes = 0, accepted = 0, calls = 0;
+  const TaskGenerateFn gen = [&](std::span<const int32_t> prompt, const GenerateOptions& go,
+                                 const TokenCallback& cb, const std::atomic<bool>* cancel,
+                                 GenerateStats* st) {
+    sp->reset();
+    Status s = sp->generate_tokens(prompt, go, cb, cancel, st);
+    passes += sp->spec_stats().n_passes;
+    accepted += sp->spec_stats().n_accepted;
+    ++calls;
+    return s;
+  };
+  auto pl = plain();
+  ASSERT_TRUE(pl);
+  int checked = 0;
+  for (const Prompt& p : prompts_) {
+    if (p.task != "extract" && p.task != "rewrite") continue;
+    SCOPED_TRACE(p.task + ": " + p.user);
+    // The task layer writes its own instruction: the text is what follows the prompt's first line.
+    const size_t nl = p.user.find('\n');
+    nlohmann::ordered_json req = {{"task", p.task},
+                                  {"text", nl == std::string::npos ? p.user : p.user.substr(nl + 1)}};
+    if (p.task == "extract") {
+      req["schema"] = nlohmann::ordered_json::parse(
+          R"({"type":"object","properties":{"name":{"type":"string"},"brand":{"type":"string"},)"
+          R"("colour":{"type":"string"},"price":{"type":"number"}}})");
+      req["beams"] = 1;
+    }
+    auto want = run_task(*pl, req);
+    ASSERT_TRUE(want) << want.status().to_string();
+    auto got = run_task(*pl, req, nullptr, gen);
+    ASSERT_TRUE(got) << got.status().to_string();
+    want->erase("usage");
+    got->erase("usage");
+    EXPECT_EQ(got->dump(), want->dump());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 16);
+  EXPECT_EQ(calls, checked);
+  EXPECT_GT(accepted, passes) << "the drafter drafts inside the task layer too";
+  // Label scoring does not generate: the hook is not called.
+  auto c = run_task(
+      *pl, {{"task", "classify"}, {"text", "where is my parcel"}, {"labels", {"order_status", "refund"}}},
+      nullptr, gen);
+  ASSERT_TRUE(c) << c.status().to_string();
+  EXPECT_EQ(calls, checked);
+}
+
 }  // namespace
 }  // namespace pocket

@@ -70,6 +70,25 @@ spec=$("$pocket" run -m "$model" --chat -p $'提取JSON：\n红色T恤，￥59' 
 check "run --json-schema --spec ngram" "$spec" '\{'
 [ "$plain" = "$spec" ] || { echo "FAILED: --json-schema with --spec ngram differs from plain: '$spec' vs '$plain'"; fail=1; }
 
+# pocket task --spec: rewriting and token-by-token extraction through a speculative session, the same results.
+drafter=$root/models/pocket-nano-drafter.pocket
+tmp_err=$(mktemp)
+spec_same() {  # spec_same TASK ARGS...: the result without "usage" equals plain's, and the stats line is printed
+  local t=$1; shift
+  local p1 p2
+  p1=$("$pocket" task "$t" -m "$model" --compact "$@" 2>/dev/null | sed 's/,"usage":.*//')
+  p2=$("$pocket" task "$t" -m "$model" --compact "$@" --spec block --model-draft "$drafter" --no-spec-fallback \
+       2>"$tmp_err" | sed 's/,"usage":.*//')
+  [ -n "$p1" ] && [ "$p1" = "$p2" ] || { echo "FAILED: task $t --spec block differs: '$p2' vs '$p1'"; fail=1; }
+  grep -q "^speculative (block, k <= 8): " "$tmp_err" || { echo "FAILED: task $t --spec: no stats: $(cat "$tmp_err")"; fail=1; }
+}
+spec_same rewrite -p "i want to retrun the shoes becuase they are to small"
+spec_same extract --beams 1 --schema "$schema" -p "$text"
+rm -f "$tmp_err"
+out=$("$pocket" task rewrite -m "$model" -p x --spec block 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAILED: task --spec block without a drafter exited 0"; fail=1; }
+check "task --spec block without -md" "$out" 'needs the block drafter'
+
 # --batch: one result per line, errors in place.
 batch=$(mktemp)
 printf '%s\n' '{"task":"redact","text":"call 13812345678"}' 'not json' \
