@@ -166,8 +166,10 @@ const char* pocket_session_spec_off_reason(const pocket_session* session);
  * "x-pocket-copy": true, or all with ground, are spans of the text), labels scored by the model's own
  * probabilities, redaction by check-digit detectors. Extraction decodes the JSON structure greedily and each
  * value by a 2-beam search (the request's "beams": 1 = token-by-token greedy, up to 16). Each call resets
- * the session (tasks are independent requests) and needs a plain session (POCKET_ERR_UNSUPPORTED for a
- * speculative one). On success
+ * the session (tasks are independent requests). On a speculative session (spec_method != NONE) free
+ * generation (rewrite, extraction with "beams": 1) is speculative, lossless; label scoring and the value
+ * search run on a plain session the first task call creates beside it (its own KV cache, within what
+ * mem_budget_bytes leaves: POCKET_ERR_OUT_OF_MEMORY otherwise). On success
  * *result_json points to a NUL-terminated JSON object owned by the library, valid until the next
  * pocket_task_* call on the same thread. pocket_session_cancel stops a running task (POCKET_ERR_CANCELLED).
  * Errors: POCKET_ERR_INVALID_ARGUMENT for a malformed request or schema (an unsupported keyword is named),

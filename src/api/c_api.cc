@@ -15,7 +15,11 @@ struct pocket_model {
 
 struct pocket_session {
   std::unique_ptr<pocket::Session> session;            // plain decoding, or
-  std::unique_ptr<pocket::SpeculativeSession> spec;   // speculative decoding (spec_method != NONE)
+  std::unique_ptr<pocket::SpeculativeSession> spec;   // speculative decoding (spec_method != NONE); then
+                                                       // `session` is created on the first task call, for
+                                                       // the task layer's label scoring and value search
+  pocket::SessionOptions options;                      // what the session was created with
+  std::shared_ptr<const pocket::Model> model;
   std::atomic<bool> cancel{false};
 };
 
@@ -172,6 +176,8 @@ pocket_status pocket_session_create(const pocket_model* m, const pocket_session_
       if (!s) return fail(s.status());
       auto* h = new pocket_session();
       h->spec = std::move(*s);
+      h->options = so;
+      h->model = m->model;
       *out = h;
       return POCKET_OK;
     }
@@ -179,6 +185,8 @@ pocket_status pocket_session_create(const pocket_model* m, const pocket_session_
     if (!s) return fail(s.status());
     auto* h = new pocket_session();
     h->session = std::move(*s);
+    h->options = so;
+    h->model = m->model;
     *out = h;
     return POCKET_OK;
   });
@@ -280,13 +288,38 @@ namespace {
 
 thread_local std::string g_task_result;
 
-// Runs `req` on a plain session and keeps the result for the caller (valid until this thread's next task).
+// Runs `req` and keeps the result for the caller (valid until this thread's next task). On a speculative
+// session, free generation runs on it and the rest on a plain session created beside it on first use, within
+// what the memory budget leaves.
 pocket_status run_task_request(pocket_session* s, const nlohmann::ordered_json& req, const char** result_json) {
+  pocket::TaskGenerateFn gen;
   if (s->spec) {
-    return fail(POCKET_ERR_UNSUPPORTED, "pocket_task: the task layer needs a plain session (spec_method NONE)");
+    if (!s->session) {
+      pocket::SessionOptions so = s->options;
+      // The target's mapped weights are shared: only the speculative session's own bytes (and a drafter's)
+      // come off the budget the plain session's plan (weights included) must fit.
+      const uint64_t used = s->spec->plan().total() - s->model->package().file_size();
+      if (so.mem_budget_bytes > 0) {
+        if (used >= so.mem_budget_bytes) {
+          return fail(POCKET_ERR_OUT_OF_MEMORY,
+                      "pocket_task: the speculative session uses the whole memory budget; the task layer needs a "
+                      "plain session beside it");
+        }
+        so.mem_budget_bytes -= used;
+      }
+      auto plain = pocket::Session::create(s->model, so);
+      if (!plain) return fail(plain.status());
+      s->session = std::move(*plain);
+    }
+    pocket::SpeculativeSession* sp = s->spec.get();
+    gen = [sp](std::span<const int32_t> prompt, const pocket::GenerateOptions& go, const pocket::TokenCallback& cb,
+               const std::atomic<bool>* c, pocket::GenerateStats* st) {
+      sp->reset();
+      return sp->generate_tokens(prompt, go, cb, c, st);
+    };
   }
   s->cancel.store(false);
-  auto r = pocket::run_task(*s->session, req, &s->cancel);  // pocket_session_cancel reaches the task
+  auto r = pocket::run_task(*s->session, req, &s->cancel, gen);  // pocket_session_cancel reaches the task
   if (!r) return fail(r.status());
   g_task_result = r->dump();
   *result_json = g_task_result.c_str();

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "convert/synth.h"
+#include "generate/session.h"
+#include "speculative/speculative_session.h"
 #include "pocket/pocket.hpp"
 #include "test_util.h"
 
@@ -85,4 +87,43 @@ TEST(CppApi, Task) {
   EXPECT_TRUE(e4);
   EXPECT_NE(e4.message.find("format"), std::string::npos) << e4.message;
   EXPECT_TRUE(bad.empty());
+}
+
+// Tasks on a speculative session: the plain session the task layer needs beside it must fit what the memory
+// budget leaves after the speculative session (the mapped weights counted once).
+TEST(CppApi, TaskOnASpeculativeSessionFitsTheBudget) {
+  const std::string nano = std::string(POCKET_BINARY_DIR) + "/../../models/pocket-nano-q4.pocket";
+  auto loaded = pocket::Model::load(nano);
+  ASSERT_TRUE(loaded) << loaded.status().to_string();
+  pocket::SessionOptions so;
+  so.n_ctx = 256;
+  so.n_threads = 1;
+  pocket::SpeculativeOptions spec;
+  spec.method = pocket::SpecMethod::kNgram;
+  auto sp = pocket::SpeculativeSession::create(*loaded, so, spec);
+  ASSERT_TRUE(sp) << sp.status().to_string();
+  auto pl = pocket::Session::create(*loaded, so);
+  ASSERT_TRUE(pl) << pl.status().to_string();
+  const uint64_t spec_total = (*sp)->plan().total(), plain_own = (*pl)->plan().session_total();
+  ASSERT_GT(plain_own, 4096u);
+
+  auto [model, e1] = pocket::api::Model::load(nano);
+  ASSERT_FALSE(e1) << e1.message;
+  const char* classify = R"({"task":"classify","text":"where is my parcel","labels":["order_status","refund"]})";
+  for (const bool fits : {false, true}) {
+    pocket_session_params p = pocket_session_default_params();
+    p.n_ctx = 256;
+    p.n_threads = 1;
+    p.spec_method = POCKET_SPEC_NGRAM;
+    p.mem_budget_bytes = spec_total + (fits ? plain_own + 4096 : plain_own / 2);
+    auto [session, e2] = pocket::api::Session::create(model, p);
+    ASSERT_FALSE(e2) << e2.message;
+    auto [out, e3] = session.task(classify);
+    if (fits) {
+      EXPECT_FALSE(e3) << e3.message;
+      EXPECT_NE(out.find("order_status"), std::string::npos) << out;
+    } else {
+      EXPECT_EQ(e3.code, POCKET_ERR_OUT_OF_MEMORY) << e3.message;
+    }
+  }
 }

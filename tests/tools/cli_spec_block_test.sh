@@ -115,6 +115,7 @@ fi
 expect "--widen-drafter needs --widen SMALL.pocket and --drafter-output" "$pocket" synth --arch pocket-0.3b -o "$tmp/x.pocket" \
   --widen "$model" --widen-drafter "$tmp/d.pocket"
 expect "smaller than the model's" "$pocket" synth --arch tiny --widen "$model" -o "$tmp/x.pocket"
+expect "excludes" "$pocket" synth --drafter-for "$model" --widen "$model" -o "$tmp/x.pocket"
 expect "--widen keeps the model's tokenizer and config" "$pocket" synth --arch pocket-0.3b --widen "$model" -c 64 -o "$tmp/x.pocket"
 expect "cannot" "$pocket" synth --arch pocket-0.3b --widen "$tmp/absent.pocket" -o "$tmp/x.pocket"
 [ -e "$tmp/x.pocket" ] && { echo "FAILED: a refused synth --widen left $tmp/x.pocket"; fail=1; }

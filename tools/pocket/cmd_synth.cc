@@ -103,12 +103,13 @@ void register_synth(CLI::App& app) {
   c->add_option("--taps", a->taps,
                 "--drafter-for: target layers whose outputs the drafter reads, e.g. 1,3 (default: first, middle, last)");
   c->add_option("--block-size", a->block_size, "--drafter-for: tokens proposed per drafter pass, 1..16 (default 8)");
-  c->add_option("--widen", a->widen,
+  CLI::Option* widen = c->add_option("--widen", a->widen,
                 "With --arch: instead of random weights, this trained model widened to the architecture's shape "
                 "(the same logits over its vocabulary; docs/speculative.md, \"Widened target\")");
   c->add_option("--widen-drafter", a->widen_drafter,
                 "With --widen: also widen this block drafter (made for the --widen model) for the widened target");
   c->add_option("--drafter-output", a->drafter_out, "With --widen-drafter: where to write the widened drafter");
+  widen->excludes(drafter);
   c->callback([a] {
     auto dt = parse_quant_type(a->type);
     if (!dt) throw CLI::RuntimeError(report("synth", invalid_argument("[synth] unknown --type '" + a->type + "'")));
