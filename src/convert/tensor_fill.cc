@@ -1,6 +1,7 @@
 // Float32 -> storage dtype conversion for writers.
 #include "convert/tensor_fill.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/half.h"
@@ -35,12 +36,13 @@ Status convert_f32(std::span<const float> src, DType t, uint64_t rows, uint64_t 
   }
 }
 
-Status tensor_to_f32(const TensorInfo& t, std::vector<float>* out) {
-  const int64_t rows = static_cast<int64_t>(t.rows()), cols = static_cast<int64_t>(t.cols());
+Status tensor_to_f32(const TensorInfo& t, std::vector<float>* out, int64_t max_rows) {
+  const int64_t all = static_cast<int64_t>(t.rows()), cols = static_cast<int64_t>(t.cols());
+  const int64_t rows = max_rows >= 0 ? std::min(all, max_rows) : all;
   out->resize(static_cast<size_t>(rows * cols));
   if (quant::is_quantised(t.dtype)) {
     for (int64_t r = 0; r < rows; ++r) {
-      POCKET_RETURN_IF_ERROR(quant::dequantize_row(t.dtype, std::span<const uint8_t>(t.data, t.size), rows, cols, r,
+      POCKET_RETURN_IF_ERROR(quant::dequantize_row(t.dtype, std::span<const uint8_t>(t.data, t.size), all, cols, r,
                                                    out->data() + r * cols));
     }
     return Status::ok();

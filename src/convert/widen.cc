@@ -206,12 +206,12 @@ std::vector<float> Widening::fuse_matrix(std::span<const float> s, int64_t taps,
 }
 
 Status read_f32_tensor(const Package& p, const std::string& name, std::vector<uint64_t> shape,
-                       std::vector<float>* out) {
+                       std::vector<float>* out, int64_t max_rows) {
   const TensorInfo* t = p.find(name);
   if (t == nullptr) return corrupt_file("[widen] tensor '" + name + "' is missing: " + p.path());
   if (t->shape != shape)
     return corrupt_file("[widen] tensor '" + name + "' has an unexpected shape: " + p.path());
-  return tensor_to_f32(*t, out);
+  return tensor_to_f32(*t, out, max_rows);
 }
 
 Expected<DenseLayer> read_dense_layer(const Package& p, const HParams& h, int64_t l) {

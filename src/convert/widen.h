@@ -80,9 +80,9 @@ class Widening {
   std::vector<int32_t> layer_map_;
 };
 
-// Reads one named tensor of `p` as float32, checking its shape.
+// Reads one named tensor of `p` as float32 (its first `max_rows` rows when >= 0), checking its shape.
 Status read_f32_tensor(const Package& p, const std::string& name, std::vector<uint64_t> shape,
-                       std::vector<float>* out);
+                       std::vector<float>* out, int64_t max_rows = -1);
 // The small model's layer `l` in float32.
 Expected<DenseLayer> read_dense_layer(const Package& p, const HParams& h, int64_t l);
 

@@ -5,6 +5,19 @@
 
 namespace pocket {
 
+Status mask_constrained_draw(TokenConstraint& con, const GenerateOptions& opts, std::span<const int32_t> stop_ids,
+                             float* logits, int32_t n_vocab, int64_t n_ctx, int64_t n_past, int64_t n_generated,
+                             std::span<float> stop_scratch) {
+  int64_t n_left = n_ctx - n_past + 1;
+  if (opts.n_predict > 0) n_left = std::min<int64_t>(n_left, opts.n_predict - n_generated);
+  for (size_t i = 0; i < stop_ids.size(); ++i) stop_scratch[i] = logits[stop_ids[i]];
+  POCKET_RETURN_IF_ERROR(con.mask(logits, n_vocab, n_left));
+  if (opts.stop_at_eos && con.can_stop()) {
+    for (size_t i = 0; i < stop_ids.size(); ++i) logits[stop_ids[i]] = stop_scratch[i];
+  }
+  return Status::ok();
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -107,17 +120,11 @@ Status Session::generate_tokens(std::span<const int32_t> prompt, const GenerateO
     float* logits = transformer_->mutable_logits(0);
     if (con != nullptr) {
       const auto tc = Clock::now();
-      // Tokens this call may still emit: the request's limit and the room left in the context.
-      int64_t n_left = n_ctx - n_past() + 1;
-      if (opts.n_predict > 0) n_left = std::min<int64_t>(n_left, opts.n_predict - st.n_generated);
-      for (size_t i = 0; i < stop_ids_.size(); ++i) stop_logits[i] = logits[stop_ids_[i]];
-      Status ms = con->mask(logits, n_vocab, n_left);
+      Status ms = mask_constrained_draw(*con, opts, stop_ids_, logits, n_vocab, n_ctx, n_past(), st.n_generated,
+                                        stop_logits);
       if (!ms.is_ok()) {
         st.decode_seconds = seconds_since(t1);
         return ms;
-      }
-      if (opts.stop_at_eos && con->can_stop()) {
-        for (size_t i = 0; i < stop_ids_.size(); ++i) logits[stop_ids_[i]] = stop_logits[i];
       }
       st.constraint_seconds += seconds_since(tc);
     }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,15 @@ struct GenerateStats {
 // still partial). A character still incomplete when the call ends is delivered as U+FFFD in one last call
 // with id -1 (text only, no new token). Return false to stop generating.
 using TokenCallback = std::function<bool(int32_t id, std::string_view text)>;
+
+// Masks `logits` for a draw under `con`, as every session does before drawing a constrained token: the
+// tokens `con` forbids now go to -infinity; the stop tokens come back (their logits saved in `stop_scratch`,
+// one per stop id) where the constraint may end and the call stops at them. The constraint is told how many
+// tokens the call may still emit: the request's limit (n_predict > 0) and the room left in an n_ctx context
+// when `n_past` tokens precede the drawn one.
+Status mask_constrained_draw(TokenConstraint& con, const GenerateOptions& opts, std::span<const int32_t> stop_ids,
+                             float* logits, int32_t n_vocab, int64_t n_ctx, int64_t n_past, int64_t n_generated,
+                             std::span<float> stop_scratch);
 
 class Session {
  public:

@@ -30,11 +30,14 @@ Status write_widened_block_drafter(const Model& small_target, const BlockDrafter
     std::vector<float> es, ew;
     const auto V = static_cast<uint64_t>(small_target.hparams().n_vocab);
     const auto d = static_cast<uint64_t>(small_target.hparams().n_embd), D = static_cast<uint64_t>(wh.n_embd);
-    POCKET_RETURN_IF_ERROR(read_f32_tensor(small_target.package(), "token_embd.weight", {V, d}, &es));
+    const uint64_t rows = std::min<uint64_t>(V, 64);
+    POCKET_RETURN_IF_ERROR(read_f32_tensor(small_target.package(), "token_embd.weight", {V, d}, &es,
+                                           static_cast<int64_t>(rows)));
     POCKET_RETURN_IF_ERROR(read_f32_tensor(wide_target.package(), "token_embd.weight",
-                                           {static_cast<uint64_t>(wh.n_vocab), D}, &ew));
+                                           {static_cast<uint64_t>(wh.n_vocab), D}, &ew,
+                                           static_cast<int64_t>(rows)));
     double scale = 0.0, diff = 0.0;
-    for (uint64_t r = 0; r < std::min<uint64_t>(V, 64); ++r) {
+    for (uint64_t r = 0; r < rows; ++r) {
       for (uint64_t c = 0; c < d; ++c) {
         scale = std::max(scale, std::fabs(static_cast<double>(es[r * d + c])));
         diff = std::max(diff, std::fabs(static_cast<double>(es[r * d + c]) - ew[r * D + c]));

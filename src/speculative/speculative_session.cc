@@ -290,13 +290,8 @@ Status SpeculativeSession::generate_tokens(std::span<const int32_t> prompt, cons
   auto draw = [&](float* logits, int64_t n_before) -> Expected<int32_t> {
     if (con != nullptr) {
       const auto tc = Clock::now();
-      int64_t n_left = n_ctx - n_before + 1;
-      if (opts.n_predict > 0) n_left = std::min<int64_t>(n_left, opts.n_predict - st.n_generated);
-      for (size_t j = 0; j < stop_ids_.size(); ++j) stop_logits[j] = logits[stop_ids_[j]];
-      POCKET_RETURN_IF_ERROR(con->mask(logits, n_vocab, n_left));
-      if (opts.stop_at_eos && con->can_stop()) {
-        for (size_t j = 0; j < stop_ids_.size(); ++j) logits[stop_ids_[j]] = stop_logits[j];
-      }
+      POCKET_RETURN_IF_ERROR(
+          mask_constrained_draw(*con, opts, stop_ids_, logits, n_vocab, n_ctx, n_before, st.n_generated, stop_logits));
       st.constraint_seconds += seconds_since(tc);
     }
     return sampler.sample(logits);

@@ -153,14 +153,7 @@ int run(const RunArgs& a) {
                static_cast<long long>(stats.n_prompt), static_cast<long long>(stats.n_generated), stats.prefill_tps(),
                stats.decode_tps(), plain ? plain->n_threads() : specs->n_threads(), package.c_str(),
                format_bytes(peak_increase).c_str());
-  if (specs && specs->spec_disabled_reason().empty()) {
-    const SpecStats& ss = specs->spec_stats();
-    std::fprintf(stderr, "speculative (%s, k <= %d): %lld target passes, %.2f tokens per pass, %lld of %lld drafted "
-                 "tokens accepted (%.1f%%); %lld passes plain (speculation measured slower)\n", a.spec.c_str(),
-                 a.draft_max, static_cast<long long>(ss.n_passes), ss.tokens_per_pass(),
-                 static_cast<long long>(ss.n_accepted), static_cast<long long>(ss.n_drafted),
-                 100.0 * ss.acceptance_rate(), static_cast<long long>(ss.n_plain));
-  }
+  if (specs && specs->spec_disabled_reason().empty()) print_spec_stats(a.spec, a.draft_max, specs->spec_stats());
   return 0;
 }
 

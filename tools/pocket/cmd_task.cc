@@ -69,14 +69,8 @@ Status make_task_spec(const TaskArgs& a, const std::shared_ptr<const Model>& mod
 }
 
 void print_spec_line(const TaskArgs& a, const TaskSpec& ts) {
-  if (!ts.session || !ts.session->spec_disabled_reason().empty()) return;
-  const SpecStats& t = ts.total;
-  std::fprintf(stderr,
-               "speculative (%s, k <= %d): %lld target passes, %.2f tokens per pass, %lld of %lld drafted "
-               "tokens accepted (%.1f%%); %lld passes plain (speculation measured slower)\n",
-               a.spec.c_str(), a.draft_max, static_cast<long long>(t.n_passes), t.tokens_per_pass(),
-               static_cast<long long>(t.n_accepted), static_cast<long long>(t.n_drafted),
-               100.0 * t.acceptance_rate(), static_cast<long long>(t.n_plain));
+  if (ts.session && ts.session->spec_disabled_reason().empty())
+    print_spec_stats(a.spec, a.draft_max, ts.total);
 }
 
 Expected<std::string> read_file(const std::string& path, const char* what) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "speculative/speculative_session.h"
 
 namespace pocket::cli {
 
@@ -17,5 +18,8 @@ inline constexpr const char* kModelDraftHelp =
 // "[cmd] --spec block needs ..." for a method without its package, or a package given to a method that
 // takes none (ngram, none).
 Status check_spec_flags(const char* cmd, const std::string& spec, const std::string& draft_model);
+
+// The "speculative (METHOD, k <= K): ... target passes, ... tokens per pass, ..." line on stderr (run, task).
+void print_spec_stats(const std::string& method, int draft_max, const SpecStats& s);
 
 }  // namespace pocket::cli
